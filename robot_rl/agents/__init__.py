@@ -1,0 +1,1 @@
+"""Learning agents: SAC with the RLPD recipe, DrQ augmentation, image encoders, gripper critic."""

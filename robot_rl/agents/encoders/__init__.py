@@ -1,0 +1,1 @@
+"""Image encoders (small conv net, ResNet-10 with a learned spatial pooling head) and weight import."""

@@ -1,0 +1,1 @@
+"""Reset procedures: scripted, forward-backward, autonomous recovery (later issues)."""

@@ -1,0 +1,1 @@
+"""Reward functions and the learned reward classifier (later issues)."""

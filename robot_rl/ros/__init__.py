@@ -1,0 +1,1 @@
+"""The only place outside drivers/ and sim/ nodes that imports rclpy (later issues)."""

@@ -1,0 +1,1 @@
+"""Actor loop, learner loop and the actor-learner transport (later issues)."""

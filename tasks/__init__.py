@@ -1,0 +1,1 @@
+"""One file per task, shared by the real robot and the twin. Imported as ``robot_rl.tasks``."""
