@@ -1,0 +1,117 @@
+"""The one configuration dataclass of the SAC agent, with the named recipes users know."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """SAC with the RLPD, SERL and HIL-SERL options. Every field is static under jit."""
+
+    hidden_dims: tuple[int, ...] = (256, 256)
+    """Hidden layer widths of the actor, the critics and the gripper critic."""
+    actor_lr: float = 3e-4
+    """Adam learning rate of the actor."""
+    critic_lr: float = 3e-4
+    """Adam learning rate of the critic ensemble and the image encoder it trains."""
+    temperature_lr: float = 3e-4
+    """Adam learning rate of the log-temperature."""
+    discount: float = 0.99
+    """Discount factor gamma."""
+    tau: float = 0.005
+    """Soft target update rate (Polyak)."""
+    num_critics: int = 10
+    """Size N of the critic ensemble."""
+    critic_subsample: int | None = 2
+    """Target minimum over a random subset of M critics (RLPD: 2 of 10); None takes all N."""
+    critic_layer_norm: bool = True
+    """LayerNorm after every hidden layer of the critics (RLPD)."""
+    init_temperature: float = 1.0
+    """Initial entropy temperature alpha."""
+    target_entropy: float | None = None
+    """Target policy entropy; None means -action_dim / 2 (RLPD's choice)."""
+    backup_entropy: bool = True
+    """Subtract alpha * log pi(a'|s') in the critic target (soft Bellman backup)."""
+    critic_actor_ratio: int = 1
+    """K critic updates per actor and temperature update (SERL's critic_actor_ratio)."""
+    log_std_min: float = -20.0
+    """Lower bound of the actor's log standard deviation."""
+    log_std_max: float = 2.0
+    """Upper bound of the actor's log standard deviation."""
+
+    encoder: str = "conv"
+    """Image trunk for camera observations: 'conv' (small DrQ net) or 'resnet10'."""
+    encoder_frozen: bool = False
+    """Freeze the trunk (pretrained): it gets no gradient and its features can be cached."""
+    pooling: str = "flatten"
+    """Head pooling of the trunk's feature map: 'flatten', 'spatial_learned' or 'avg'."""
+    num_spatial_features: int = 8
+    """Learned spatial embeddings per channel (HIL-SERL uses 8) for pooling='spatial_learned'."""
+    bottleneck_dim: int = 50
+    """Per-camera feature size after the head (Dense + LayerNorm + tanh)."""
+    drq_pad: int = 4
+    """DrQ random-shift padding in pixels for camera observations; 0 disables augmentation."""
+
+    gripper: bool = False
+    """Hybrid action (HIL-SERL): the last action dimension is a discrete gripper command
+    {-1 open, 0 stay, +1 close} learned by a separate double-DQN critic."""
+    gripper_lr: float = 3e-4
+    """Adam learning rate of the gripper critic."""
+    gripper_penalty: float = 0.0
+    """Reward penalty the gripper critic sees whenever its action is not 'stay'."""
+    gripper_epsilon: float = 0.1
+    """Epsilon-greedy exploration of the gripper command when sampling (not in evaluation)."""
+
+    def replace(self, **changes) -> AgentConfig:
+        return dataclasses.replace(self, **changes)
+
+    def validate(self) -> None:
+        if self.num_critics < 1:
+            raise ValueError(f"num_critics must be >= 1, got {self.num_critics}")
+        if self.critic_subsample is not None and not 1 <= self.critic_subsample <= self.num_critics:
+            raise ValueError(
+                f"critic_subsample must be in [1, num_critics={self.num_critics}], "
+                f"got {self.critic_subsample}"
+            )
+        if self.critic_actor_ratio < 1:
+            raise ValueError(f"critic_actor_ratio must be >= 1, got {self.critic_actor_ratio}")
+        if not 0.0 < self.discount <= 1.0:
+            raise ValueError(f"discount must be in (0, 1], got {self.discount}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+        if self.pooling not in ("flatten", "spatial_learned", "avg"):
+            raise ValueError(
+                f"pooling must be flatten, spatial_learned or avg, got {self.pooling!r}"
+            )
+        if self.drq_pad < 0:
+            raise ValueError(f"drq_pad must be >= 0, got {self.drq_pad}")
+
+
+def rlpd_config(**overrides) -> AgentConfig:
+    """RLPD (Ball et al. 2023): 10 LayerNorm critics, target min over a random 2."""
+    return AgentConfig(num_critics=10, critic_subsample=2, critic_layer_norm=True).replace(
+        **overrides
+    )
+
+
+def serl_config(**overrides) -> AgentConfig:
+    """SERL / HIL-SERL style: 2 critics, min over both, several critic updates per actor update."""
+    return AgentConfig(
+        num_critics=2, critic_subsample=2, critic_layer_norm=True, critic_actor_ratio=4
+    ).replace(**overrides)
+
+
+def hil_serl_config(**overrides) -> AgentConfig:
+    """HIL-SERL: frozen ResNet-10 with learned spatial pooling and a discrete gripper critic."""
+    return serl_config(
+        encoder="resnet10",
+        encoder_frozen=True,
+        pooling="spatial_learned",
+        bottleneck_dim=256,
+        gripper=True,
+    ).replace(**overrides)
+
+
+PRESETS = {"rlpd": rlpd_config, "serl": serl_config, "hil-serl": hil_serl_config}

@@ -1,0 +1,438 @@
+"""Soft actor-critic with the RLPD recipe, DrQ augmentation and a HIL-SERL gripper critic.
+
+The agent is an immutable pytree of train states. ``update(batch, utd_ratio)`` slices a batch of
+``utd_ratio * B`` transitions into minibatches and runs one critic update per minibatch inside a
+single compiled ``lax.scan``; the actor and temperature update every ``critic_actor_ratio``-th
+critic step. Image encoders belong to the critic; the actor and the gripper critic read the
+critic's features with the gradient stopped (DrQ). A frozen trunk lives outside the trainable
+parameters: its features can be precomputed per frame (``embed_frames``) and fed in place of
+pixels.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import flax.linen as nn
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+from flax.training.train_state import TrainState
+
+from robot_rl.agents.augment import augment_observations
+from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.networks import (
+    Actor,
+    CriticEnsemble,
+    GripperCritic,
+    ObservationEncoder,
+    Temperature,
+)
+from robot_rl.agents.targets import (
+    double_dqn_target,
+    gripper_index,
+    soft_td_target,
+    subset_min,
+)
+
+BATCH_KEYS = ("observations", "next_observations", "actions", "rewards", "terminated")
+STAY = 1  # index of the 'stay' gripper command
+
+
+def split_observation_keys(space: gym.spaces.Dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Cameras are uint8 boxes of rank 3 (H, W, C); everything else is state."""
+    if not isinstance(space, gym.spaces.Dict):
+        raise TypeError(f"observation_space must be a gymnasium Dict space, got {type(space)}")
+    image_keys, state_keys = [], []
+    for key, sub in sorted(space.spaces.items()):
+        if not isinstance(sub, gym.spaces.Box):
+            raise TypeError(f"observation {key!r} must be a Box space, got {type(sub).__name__}")
+        if sub.dtype == np.uint8 and len(sub.shape) == 3:
+            image_keys.append(key)
+        else:
+            state_keys.append(key)
+    return tuple(image_keys), tuple(state_keys)
+
+
+@dataclass(frozen=True, eq=False)
+class Networks:
+    """The agent's modules and static shapes (compared by identity under jit)."""
+
+    encoder: ObservationEncoder
+    ensemble: CriticEnsemble
+    actor: Actor
+    temperature: Temperature
+    gripper: GripperCritic | None
+    frozen_trunk: nn.Module | None
+    image_keys: tuple[str, ...]
+    state_keys: tuple[str, ...]
+    observation_ndims: tuple[tuple[str, int], ...]
+    arm_dim: int
+    target_entropy: float
+
+
+def _polyak(target: Any, online: Any, tau: float) -> Any:
+    return jax.tree.map(lambda t, o: t * (1.0 - tau) + o * tau, target, online)
+
+
+def _sample_observation(space: gym.spaces.Dict) -> dict[str, np.ndarray]:
+    return {k: np.zeros((1, *s.shape), s.dtype) for k, s in space.spaces.items()}
+
+
+class SACAgent(struct.PyTreeNode):
+    actor: TrainState
+    critic: TrainState
+    target_critic_params: Any
+    temperature: TrainState
+    gripper: TrainState | None
+    target_gripper_params: Any
+    frozen_trunk: Any
+    rng: jax.Array
+    critic_steps: jax.Array
+    config: AgentConfig = struct.field(pytree_node=False)
+    nets: Networks = struct.field(pytree_node=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def create(
+        cls,
+        seed: int,
+        observation_space: gym.spaces.Dict,
+        action_space: gym.spaces.Box,
+        config: AgentConfig | None = None,
+        frozen_trunk_variables: Any = None,
+    ) -> SACAgent:
+        """Build an agent. ``frozen_trunk_variables`` are pretrained trunk weights (for example
+        from ``load_resnet10_state_dict``); with ``encoder_frozen`` and none given, the frozen
+        trunk keeps its random initialisation (a random-feature baseline)."""
+        config = config or AgentConfig()
+        config.validate()
+        image_keys, state_keys = split_observation_keys(observation_space)
+        if not image_keys and not state_keys:
+            raise ValueError("observation_space is empty")
+        if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+            raise TypeError(f"action_space must be a 1-D Box, got {action_space}")
+        if not (np.allclose(action_space.low, -1.0) and np.allclose(action_space.high, 1.0)):
+            raise ValueError(
+                "the agent acts in [-1, 1]; scale the task's action space to that box "
+                f"(got low={action_space.low}, high={action_space.high})"
+            )
+        action_dim = action_space.shape[0]
+        arm_dim = action_dim - 1 if config.gripper else action_dim
+        if arm_dim < 1:
+            raise ValueError(
+                "gripper=True needs at least one continuous action besides the gripper"
+            )
+
+        rng = jax.random.PRNGKey(seed)
+        rng, trunk_key, enc_key, ens_key, actor_key, grip_key = jax.random.split(rng, 6)
+        observations = _sample_observation(observation_space)
+
+        frozen_trunk = None
+        trunk_variables = None
+        if image_keys and config.encoder_frozen:
+            from robot_rl.agents.encoders import TRUNKS
+
+            if config.encoder not in TRUNKS:
+                raise ValueError(f"unknown encoder {config.encoder!r}; known: {sorted(TRUNKS)}")
+            frozen_trunk = TRUNKS[config.encoder]()
+            trunk_variables = frozen_trunk_variables or frozen_trunk.init(
+                trunk_key, observations[image_keys[0]]
+            )
+            trunk_variables = jax.tree.map(jnp.asarray, trunk_variables)
+            for key in image_keys:
+                observations[key] = frozen_trunk.apply(trunk_variables, observations[key])
+        elif frozen_trunk_variables is not None:
+            raise ValueError("frozen_trunk_variables given but encoder_frozen is False")
+
+        encoder = ObservationEncoder(
+            image_keys=image_keys,
+            state_keys=state_keys,
+            trunk=None if config.encoder_frozen else config.encoder,
+            pooling=config.pooling,
+            num_spatial_features=config.num_spatial_features,
+            bottleneck_dim=config.bottleneck_dim,
+        )
+        encoder_params = encoder.init(enc_key, observations).get("params", {})
+        features = encoder.apply({"params": encoder_params}, observations)
+        arm_actions = jnp.zeros((1, arm_dim), jnp.float32)
+
+        ensemble = CriticEnsemble(config.hidden_dims, config.num_critics, config.critic_layer_norm)
+        critic_params = {
+            "encoder": encoder_params,
+            "ensemble": ensemble.init(ens_key, features, arm_actions)["params"],
+        }
+        actor = Actor(config.hidden_dims, arm_dim, config.log_std_min, config.log_std_max)
+        temperature = Temperature(config.init_temperature)
+        gripper = GripperCritic(config.hidden_dims) if config.gripper else None
+
+        nets = Networks(
+            encoder=encoder,
+            ensemble=ensemble,
+            actor=actor,
+            temperature=temperature,
+            gripper=gripper,
+            frozen_trunk=frozen_trunk,
+            image_keys=image_keys,
+            state_keys=state_keys,
+            observation_ndims=tuple((k, len(s.shape)) for k, s in observation_space.spaces.items()),
+            arm_dim=arm_dim,
+            target_entropy=(
+                config.target_entropy if config.target_entropy is not None else -arm_dim / 2
+            ),
+        )
+        gripper_state, target_gripper = None, None
+        if gripper is not None:
+            gripper_state = TrainState.create(
+                apply_fn=gripper.apply,
+                params=gripper.init(grip_key, features)["params"],
+                tx=optax.adam(config.gripper_lr),
+            )
+            target_gripper = gripper_state.params
+        return cls(
+            actor=TrainState.create(
+                apply_fn=actor.apply,
+                params=actor.init(actor_key, features)["params"],
+                tx=optax.adam(config.actor_lr),
+            ),
+            critic=TrainState.create(
+                apply_fn=None, params=critic_params, tx=optax.adam(config.critic_lr)
+            ),
+            target_critic_params=critic_params,
+            temperature=TrainState.create(
+                apply_fn=temperature.apply,
+                params=temperature.init(jax.random.PRNGKey(0))["params"],
+                tx=optax.adam(config.temperature_lr),
+            ),
+            gripper=gripper_state,
+            target_gripper_params=target_gripper,
+            frozen_trunk=trunk_variables,
+            rng=rng,
+            critic_steps=jnp.zeros((), jnp.int32),
+            config=config,
+            nets=nets,
+        )
+
+    # ------------------------------------------------------------------ features
+    def _features(self, critic_params: Any, observations: dict) -> jax.Array:
+        return self.nets.encoder.apply({"params": critic_params["encoder"]}, observations)
+
+    def _with_frozen_features(self, observations: dict) -> dict:
+        """Replace pixels of frozen-trunk cameras by the trunk's features."""
+        if self.nets.frozen_trunk is None:
+            return observations
+        out = dict(observations)
+        for key in self.nets.image_keys:
+            if out[key].dtype == jnp.uint8:
+                out[key] = self.nets.frozen_trunk.apply(self.frozen_trunk, out[key])
+        return out
+
+    @functools.partial(jax.jit)
+    def embed_frames(self, images: jax.Array) -> jax.Array:
+        """The frozen trunk's features of a uint8 [N, H, W, C] batch (for the embedding cache)."""
+        if self.nets.frozen_trunk is None:
+            raise ValueError("embed_frames needs encoder_frozen=True and camera observations")
+        return self.nets.frozen_trunk.apply(self.frozen_trunk, images)
+
+    def _prepare(self, rng: jax.Array, observations: dict) -> dict:
+        if self.config.drq_pad:
+            observations = augment_observations(
+                rng, observations, self.nets.image_keys, self.config.drq_pad
+            )
+        return self._with_frozen_features(observations)
+
+    # ------------------------------------------------------------------ updates
+    def _update_critic(self, batch: dict, rng: jax.Array) -> tuple[SACAgent, dict]:
+        cfg, nets = self.config, self.nets
+        next_rng, subset_rng = jax.random.split(rng)
+        obs, next_obs = batch["observations"], batch["next_observations"]
+        arm_actions = batch["actions"][:, : nets.arm_dim]
+
+        next_features = self._features(self.critic.params, next_obs)
+        next_dist = nets.actor.apply(
+            {"params": self.actor.params}, jax.lax.stop_gradient(next_features)
+        )
+        next_actions, next_log_probs = next_dist.sample_and_log_prob(next_rng)
+        target_features = self._features(self.target_critic_params, next_obs)
+        next_qs = nets.ensemble.apply(
+            {"params": self.target_critic_params["ensemble"]}, target_features, next_actions
+        )
+        next_q = subset_min(subset_rng, next_qs, cfg.critic_subsample)
+        temperature = nets.temperature.apply({"params": self.temperature.params})
+        target_q = soft_td_target(
+            batch["rewards"],
+            batch["terminated"],
+            next_q,
+            next_log_probs,
+            temperature,
+            cfg.discount,
+            cfg.backup_entropy,
+        )
+        target_q = jax.lax.stop_gradient(target_q)
+
+        def loss_fn(params):
+            qs = nets.ensemble.apply(
+                {"params": params["ensemble"]}, self._features(params, obs), arm_actions
+            )
+            return ((qs - target_q) ** 2).mean(), qs
+
+        grads, qs = jax.grad(loss_fn, has_aux=True)(self.critic.params)
+        critic = self.critic.apply_gradients(grads=grads)
+        target = _polyak(self.target_critic_params, critic.params, cfg.tau)
+        info = {
+            "losses/critic": ((qs - target_q) ** 2).mean(),
+            "values/q": qs.mean(),
+            "values/target_q": target_q.mean(),
+        }
+        return self.replace(critic=critic, target_critic_params=target), info
+
+    def _update_actor(self, batch: dict, rng: jax.Array) -> tuple[SACAgent, dict]:
+        nets = self.nets
+        features = jax.lax.stop_gradient(self._features(self.critic.params, batch["observations"]))
+        temperature = nets.temperature.apply({"params": self.temperature.params})
+
+        def actor_loss_fn(params):
+            dist = nets.actor.apply({"params": params}, features)
+            actions, log_probs = dist.sample_and_log_prob(rng)
+            qs = nets.ensemble.apply({"params": self.critic.params["ensemble"]}, features, actions)
+            return (temperature * log_probs - qs.mean(axis=0)).mean(), -log_probs.mean()
+
+        grads, entropy = jax.grad(actor_loss_fn, has_aux=True)(self.actor.params)
+        actor = self.actor.apply_gradients(grads=grads)
+
+        def temperature_loss_fn(params):
+            temp = nets.temperature.apply({"params": params})
+            return temp * jax.lax.stop_gradient(entropy - nets.target_entropy)
+
+        temp_grads = jax.grad(temperature_loss_fn)(self.temperature.params)
+        temperature_state = self.temperature.apply_gradients(grads=temp_grads)
+        info = {
+            "losses/actor": actor_loss_fn(self.actor.params)[0],
+            "charts/entropy": entropy,
+            "charts/temperature": temperature,
+        }
+        return self.replace(actor=actor, temperature=temperature_state), info
+
+    def _update_gripper(self, batch: dict) -> tuple[SACAgent, dict]:
+        cfg, nets = self.config, self.nets
+        features = jax.lax.stop_gradient(self._features(self.critic.params, batch["observations"]))
+        next_features = jax.lax.stop_gradient(
+            self._features(self.critic.params, batch["next_observations"])
+        )
+        chosen = gripper_index(batch["actions"][:, -1])
+        rewards = batch["rewards"] - cfg.gripper_penalty * (chosen != STAY)
+        target = double_dqn_target(
+            rewards,
+            batch["terminated"],
+            nets.gripper.apply({"params": self.gripper.params}, next_features),
+            nets.gripper.apply({"params": self.target_gripper_params}, next_features),
+            cfg.discount,
+        )
+
+        def loss_fn(params):
+            q = nets.gripper.apply({"params": params}, features)
+            q_chosen = jnp.take_along_axis(q, chosen[:, None], axis=-1).squeeze(-1)
+            return ((q_chosen - target) ** 2).mean(), q_chosen
+
+        grads, q_chosen = jax.grad(loss_fn, has_aux=True)(self.gripper.params)
+        gripper = self.gripper.apply_gradients(grads=grads)
+        target_params = _polyak(self.target_gripper_params, gripper.params, cfg.tau)
+        info = {
+            "losses/gripper": ((q_chosen - target) ** 2).mean(),
+            "values/gripper_q": q_chosen.mean(),
+        }
+        return self.replace(gripper=gripper, target_gripper_params=target_params), info
+
+    def _minibatch_step(self, batch: dict) -> tuple[SACAgent, dict]:
+        rng, aug_rng, next_aug_rng, critic_rng, actor_rng = jax.random.split(self.rng, 5)
+        batch = dict(batch)
+        batch["observations"] = self._prepare(aug_rng, batch["observations"])
+        batch["next_observations"] = self._prepare(next_aug_rng, batch["next_observations"])
+        agent = self.replace(rng=rng)
+
+        agent, info = agent._update_critic(batch, critic_rng)
+        agent = agent.replace(critic_steps=agent.critic_steps + 1)
+        if agent.nets.gripper is not None:
+            agent, gripper_info = agent._update_gripper(batch)
+            info.update(gripper_info)
+
+        def do_actor(a):
+            return a._update_actor(batch, actor_rng)
+
+        actor_info_shape = jax.eval_shape(do_actor, agent)[1]
+
+        def skip_actor(a):
+            return a, jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), actor_info_shape)
+
+        due = agent.critic_steps % self.config.critic_actor_ratio == 0
+        agent, actor_info = jax.lax.cond(due, do_actor, skip_actor, agent)
+        info.update(actor_info)
+        return agent, info
+
+    @functools.partial(jax.jit, static_argnames=("utd_ratio",))
+    def _update(self, batch: dict, utd_ratio: int) -> tuple[SACAgent, dict]:
+        def reshape(x):
+            if x.shape[0] % utd_ratio:
+                raise ValueError(
+                    f"batch of {x.shape[0]} does not split into utd_ratio={utd_ratio} minibatches"
+                )
+            return x.reshape(utd_ratio, x.shape[0] // utd_ratio, *x.shape[1:])
+
+        minibatches = jax.tree.map(reshape, batch)
+        agent, infos = jax.lax.scan(lambda a, mb: a._minibatch_step(mb), self, minibatches)
+        # Actor figures are NaN on the steps that skipped the actor: average the real ones.
+        return agent, jax.tree.map(jnp.nanmean, infos)
+
+    def update(self, batch: dict, utd_ratio: int = 1) -> tuple[SACAgent, dict]:
+        """``utd_ratio`` critic updates on consecutive minibatches of ``batch`` in one call."""
+        batch = {
+            "observations": dict(batch["observations"]),
+            "next_observations": dict(batch["next_observations"]),
+            "actions": np.asarray(batch["actions"], np.float32),
+            "rewards": np.asarray(batch["rewards"], np.float32),
+            "terminated": np.asarray(batch["terminated"], np.float32),
+        }
+        return self._update(batch, utd_ratio)
+
+    # ------------------------------------------------------------------ acting
+    @functools.partial(jax.jit, static_argnames=("deterministic",))
+    def _act(self, observations: dict, rng: jax.Array, deterministic: bool) -> jax.Array:
+        observations = self._with_frozen_features(observations)
+        features = self._features(self.critic.params, observations)
+        dist = self.nets.actor.apply({"params": self.actor.params}, features)
+        arm_rng, grip_rng, explore_rng = jax.random.split(rng, 3)
+        actions = dist.mode() if deterministic else dist.sample_and_log_prob(arm_rng)[0]
+        if self.nets.gripper is None:
+            return actions
+        q = self.nets.gripper.apply({"params": self.gripper.params}, features)
+        choice = jnp.argmax(q, axis=-1)
+        if not deterministic:
+            explore = jax.random.uniform(explore_rng, choice.shape) < self.config.gripper_epsilon
+            random_choice = jax.random.randint(grip_rng, choice.shape, 0, q.shape[-1])
+            choice = jnp.where(explore, random_choice, choice)
+        return jnp.concatenate([actions, (choice - STAY).astype(actions.dtype)[:, None]], axis=-1)
+
+    def _batched(self, observations: dict) -> tuple[dict, bool]:
+        key = (self.nets.state_keys or self.nets.image_keys)[0]
+        single = np.ndim(observations[key]) == dict(self.nets.observation_ndims)[key]
+        if single:
+            observations = {k: np.asarray(v)[None] for k, v in observations.items()}
+        return observations, single
+
+    def sample_actions(self, observations: dict) -> tuple[np.ndarray, SACAgent]:
+        """Stochastic actions for exploration; returns the agent with its advanced RNG."""
+        observations, single = self._batched(observations)
+        rng, act_rng = jax.random.split(self.rng)
+        actions = np.asarray(self._act(observations, act_rng, deterministic=False))
+        return (actions[0] if single else actions), self.replace(rng=rng)
+
+    def eval_actions(self, observations: dict) -> np.ndarray:
+        """Deterministic actions: the mean of the squashed Gaussian, the greedy gripper."""
+        observations, single = self._batched(observations)
+        actions = np.asarray(self._act(observations, self.rng, deterministic=True))
+        return actions[0] if single else actions

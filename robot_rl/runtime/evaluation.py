@@ -1,0 +1,75 @@
+"""Deterministic-policy evaluation with a confidence interval on the success rate."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import gymnasium as gym
+import numpy as np
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial proportion (sane at 0% and 100%)."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    denom = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denom
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class EvalResult:
+    episodes: int
+    return_mean: float
+    return_std: float
+    success_rate: float
+    success_ci_low: float
+    success_ci_high: float
+    length_mean: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def episode_success(info: dict) -> bool:
+    return bool(info.get("success", info.get("is_success", False)))
+
+
+def evaluate(
+    policy: Callable[[dict], np.ndarray],
+    env: gym.Env,
+    episodes: int,
+    seed: int,
+    on_frame: Callable[[gym.Env], None] | None = None,
+) -> EvalResult:
+    """Run ``episodes`` episodes of ``policy`` (observation -> action) from seeded resets."""
+    returns, lengths, successes = [], [], 0
+    for episode in range(episodes):
+        obs, info = env.reset(seed=seed + episode)
+        total, length, success = 0.0, 0, False
+        while True:
+            obs, reward, terminated, truncated, info = env.step(policy(obs))
+            if on_frame is not None:
+                on_frame(env)
+            total += reward
+            length += 1
+            success = success or episode_success(info)
+            if terminated or truncated:
+                break
+        returns.append(total)
+        lengths.append(length)
+        successes += int(success)
+    low, high = wilson_interval(successes, episodes)
+    return EvalResult(
+        episodes=episodes,
+        return_mean=float(np.mean(returns)),
+        return_std=float(np.std(returns)),
+        success_rate=successes / episodes,
+        success_ci_low=low,
+        success_ci_high=high,
+        length_mean=float(np.mean(lengths)),
+    )

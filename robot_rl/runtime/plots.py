@@ -1,0 +1,56 @@
+"""Learning curves of a run as a PNG: evaluation success rate and return against env steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plot_curves(run_dir: str | Path, out_name: str = "curves.png") -> Path | None:
+    """Write run_dir/curves.png from eval.jsonl and metrics.jsonl; None if there is no data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run_dir = Path(run_dir)
+    evals = _read_jsonl(run_dir / "eval.jsonl")
+    episodes = [m for m in _read_jsonl(run_dir / "metrics.jsonl") if "charts/episode_return" in m]
+    if not evals and not episodes:
+        return None
+    fig, (ax_success, ax_return) = plt.subplots(1, 2, figsize=(10, 3.8))
+    if evals:
+        steps = [e["step"] for e in evals]
+        ax_success.plot(steps, [e["success_rate"] for e in evals], marker="o", label="eval")
+        ax_success.fill_between(
+            steps,
+            [e["success_ci_low"] for e in evals],
+            [e["success_ci_high"] for e in evals],
+            alpha=0.2,
+            label="95% CI",
+        )
+        ax_return.plot(steps, [e["return_mean"] for e in evals], marker="o", label="eval")
+    if episodes:
+        ax_return.plot(
+            [m["step"] for m in episodes],
+            [m["charts/episode_return"] for m in episodes],
+            alpha=0.4,
+            label="training episodes",
+        )
+    ax_success.set(xlabel="environment steps", ylabel="success rate", ylim=(-0.02, 1.02))
+    ax_return.set(xlabel="environment steps", ylabel="episode return")
+    for ax in (ax_success, ax_return):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
+    fig.suptitle(run_dir.name)
+    fig.tight_layout()
+    out = run_dir / out_name
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

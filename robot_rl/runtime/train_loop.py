@@ -1,0 +1,210 @@
+"""Single-process training: one environment, one replay, one agent, in one loop.
+
+This is the fast path for simulated training runs and tests. The distributed actor/learner
+runtime reuses its pieces (agent, replay, sampler, evaluation, run directory).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from robot_rl.agents.checkpoint import (
+    latest_checkpoint,
+    read_metadata,
+    restore_agent,
+    save_checkpoint,
+)
+from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.sac import SACAgent
+from robot_rl.data.mixing import MixedSampler
+from robot_rl.data.replay import ReplayBuffer
+from robot_rl.envs.gym_adapter import make_gym_env
+from robot_rl.runtime.evaluation import episode_success, evaluate
+from robot_rl.runtime.run_dir import RunLogger
+
+REPLAY_FILE = "replay.npz"
+
+
+@dataclass
+class TrainConfig:
+    env_id: str = "Pendulum-v1"
+    """Gymnasium environment id (Box observations, bounded Box actions)."""
+    seed: int = 0
+    """Seed of the agent, the environment resets and replay sampling."""
+    total_steps: int = 10_000
+    """Environment steps to train for."""
+    start_steps: int = 1_000
+    """Uniformly random actions before the policy acts and updates begin."""
+    batch_size: int = 256
+    """Transitions per critic minibatch."""
+    utd_ratio: int = 1
+    """Critic updates per environment step (update-to-data ratio)."""
+    update_every: int = 1
+    """Environment steps between update calls; each call runs utd_ratio * update_every critic
+    updates in one compiled scan, so the ratio holds while dispatch overhead shrinks."""
+    replay_capacity: int = 1_000_000
+    """Online replay capacity in transitions."""
+    eval_every: int = 2_000
+    """Environment steps between evaluations of the deterministic policy."""
+    eval_episodes: int = 10
+    """Episodes per evaluation."""
+    checkpoint_every: int = 5_000
+    """Environment steps between checkpoints (agent, optimiser, replay, loop state)."""
+    log_every: int = 1_000
+    """Environment steps between progress lines."""
+    run_dir: str | None = None
+    """Where checkpoints, logs and curves go; default runs/<env>-s<seed>-<time>."""
+    resume: bool = False
+    """Continue from the newest checkpoint in run_dir."""
+    stop_at_return: float | None = None
+    """Stop early once an evaluation's mean return reaches this value."""
+    agent: AgentConfig = field(
+        default_factory=lambda: AgentConfig(num_critics=2, critic_subsample=2)
+    )
+    """The agent (SAC; RLPD is num_critics=10, critic_subsample=2)."""
+
+    def validate(self) -> None:
+        for name in ("total_steps", "batch_size", "utd_ratio", "update_every", "eval_episodes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.start_steps < 0:
+            raise ValueError(f"start_steps must be >= 0, got {self.start_steps}")
+        if self.resume and self.run_dir is None:
+            raise ValueError("--resume needs --run-dir of the run to continue")
+        self.agent.validate()
+
+
+def default_run_dir(cfg: TrainConfig) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{cfg.env_id.replace('/', '_')}-s{cfg.seed}-{stamp}"
+
+
+def train(cfg: TrainConfig, console: Console | None = None) -> dict:
+    """Train and return the final evaluation summary (also written to run_dir/summary.json)."""
+    cfg.validate()
+    console = console or Console()
+    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
+    ckpt_dir = run_dir / "checkpoints"
+
+    env = make_gym_env(cfg.env_id, seed=cfg.seed)
+    eval_env = make_gym_env(cfg.env_id, seed=cfg.seed + 10_000)
+    agent = SACAgent.create(cfg.seed, env.observation_space, env.action_space, cfg.agent)
+    replay = ReplayBuffer(env.observation_space, env.action_space, cfg.replay_capacity)
+    rng = np.random.default_rng(cfg.seed)
+    start_step, episodes = 0, 0
+
+    checkpoint = latest_checkpoint(ckpt_dir) if cfg.resume else None
+    if cfg.resume and checkpoint is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
+    if checkpoint is not None:
+        agent = restore_agent(checkpoint, agent)
+        replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
+        meta = read_metadata(checkpoint)
+        start_step, episodes = meta["step"], meta["episodes"]
+        rng.bit_generator.state = meta["numpy_rng"]
+        console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
+
+    logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
+    sampler = MixedSampler(replay)
+    console.print(
+        f"[bold]train[/] {cfg.env_id} for {cfg.total_steps} steps, "
+        f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
+    )
+
+    obs, _ = env.reset(seed=cfg.seed + start_step)
+    episode_return, episode_length = 0.0, 0
+    updates, update_time, last_eval = 0, 0.0, None
+    loop_start, last_log_step = time.perf_counter(), start_step
+    for step in range(start_step, cfg.total_steps):
+        if step < cfg.start_steps:
+            action = env.action_space.sample()
+        else:
+            action, agent = agent.sample_actions(obs)
+        action = np.clip(action, -1.0, 1.0).astype(np.float32)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        replay.add(obs, action, reward, terminated, truncated, next_obs)
+        obs = next_obs
+        episode_return += reward
+        episode_length += 1
+        if terminated or truncated:
+            episodes += 1
+            logger.scalars(
+                step + 1,
+                {
+                    "charts/episode_return": episode_return,
+                    "charts/episode_length": episode_length,
+                    "charts/success": float(episode_success(info)),
+                },
+            )
+            obs, _ = env.reset()
+            episode_return, episode_length = 0.0, 0
+
+        if step + 1 >= cfg.start_steps and (step + 1) % cfg.update_every == 0:
+            n = cfg.utd_ratio * cfg.update_every
+            t0 = time.perf_counter()
+            batch = sampler.sample(rng, cfg.batch_size, num_minibatches=n)
+            agent, update_info = agent.update(batch, utd_ratio=n)
+            updates += n
+            update_time += time.perf_counter() - t0
+            if (step + 1) % cfg.log_every == 0:
+                logger.scalars(step + 1, {k: float(v) for k, v in update_info.items()})
+
+        done = step + 1 == cfg.total_steps
+        if (step + 1) % cfg.eval_every == 0 or done:
+            result = evaluate(agent.eval_actions, eval_env, cfg.eval_episodes, seed=cfg.seed + 1)
+            last_eval = {"step": step + 1, **result.as_dict()}
+            logger.evaluation(step + 1, result.as_dict())
+            console.print(
+                f"  eval @ {step + 1}: return {result.return_mean:.1f} +- {result.return_std:.1f}"
+                f", success {result.success_rate:.0%}"
+            )
+        if (step + 1) % cfg.log_every == 0:
+            elapsed = time.perf_counter() - loop_start
+            ups = updates / update_time if update_time else 0.0
+            console.print(
+                f"step {step + 1}/{cfg.total_steps} | episodes {episodes} | "
+                f"{(step + 1 - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
+                f"{ups:.0f} updates/s"
+            )
+            loop_start, last_log_step = time.perf_counter(), step + 1
+        if (step + 1) % cfg.checkpoint_every == 0 or done:
+            save_checkpoint(
+                ckpt_dir,
+                step + 1,
+                agent,
+                extra_writers={REPLAY_FILE: replay.save},
+                metadata={
+                    "episodes": episodes,
+                    "numpy_rng": rng.bit_generator.state,
+                    "env_id": cfg.env_id,
+                },
+            )
+        if (
+            cfg.stop_at_return is not None
+            and last_eval is not None
+            and last_eval["step"] == step + 1
+            and last_eval["return_mean"] >= cfg.stop_at_return
+        ):
+            console.print(f"reached return {last_eval['return_mean']:.1f}: stopping early")
+            if not done:
+                save_checkpoint(
+                    ckpt_dir,
+                    step + 1,
+                    agent,
+                    extra_writers={REPLAY_FILE: replay.save},
+                    metadata={"episodes": episodes, "numpy_rng": rng.bit_generator.state},
+                )
+            break
+
+    summary = {"run_dir": str(run_dir), "episodes": episodes, "final_eval": last_eval}
+    logger.finish(summary)
+    console.print(f"[bold]done[/]: curves {run_dir / 'curves.png'}")
+    console.print(json.dumps(summary))
+    return summary
