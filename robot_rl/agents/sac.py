@@ -34,10 +34,10 @@ from robot_rl.agents.networks import (
     Temperature,
 )
 from robot_rl.agents.targets import (
+    choose_members,
     double_dqn_target,
     gripper_index,
     soft_td_target,
-    subset_min,
 )
 
 BATCH_KEYS = ("observations", "next_observations", "actions", "rewards", "terminated")
@@ -65,6 +65,7 @@ class Networks:
 
     encoder: ObservationEncoder
     ensemble: CriticEnsemble
+    target_subset: CriticEnsemble
     actor: Actor
     temperature: Temperature
     gripper: GripperCritic | None
@@ -171,9 +172,11 @@ class SACAgent(struct.PyTreeNode):
         temperature = Temperature(config.init_temperature)
         gripper = GripperCritic(config.hidden_dims) if config.gripper else None
 
+        subset = config.critic_subsample or config.num_critics
         nets = Networks(
             encoder=encoder,
             ensemble=ensemble,
+            target_subset=CriticEnsemble(config.hidden_dims, subset, config.critic_layer_norm),
             actor=actor,
             temperature=temperature,
             gripper=gripper,
@@ -259,10 +262,15 @@ class SACAgent(struct.PyTreeNode):
         )
         next_actions, next_log_probs = next_dist.sample_and_log_prob(next_rng)
         target_features = self._features(self.target_critic_params, next_obs)
-        next_qs = nets.ensemble.apply(
-            {"params": self.target_critic_params["ensemble"]}, target_features, next_actions
+        # Only the M target critics that the minimum will look at are evaluated.
+        members = choose_members(subset_rng, cfg.num_critics, cfg.critic_subsample)
+        target_ensemble = self.target_critic_params["ensemble"]
+        if members is not None:
+            target_ensemble = jax.tree.map(lambda p: p[members], target_ensemble)
+        next_qs = nets.target_subset.apply(
+            {"params": target_ensemble}, target_features, next_actions
         )
-        next_q = subset_min(subset_rng, next_qs, cfg.critic_subsample)
+        next_q = next_qs.min(axis=0)
         temperature = nets.temperature.apply({"params": self.temperature.params})
         target_q = soft_td_target(
             batch["rewards"],

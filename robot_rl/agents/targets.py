@@ -6,17 +6,22 @@ import jax
 import jax.numpy as jnp
 
 
+def choose_members(rng: jax.Array, num_critics: int, subset_size: int | None) -> jax.Array | None:
+    """Indices of a random subset of ``subset_size`` distinct critics; None means all of them."""
+    if subset_size is None or subset_size >= num_critics:
+        return None
+    return jax.random.choice(rng, num_critics, (subset_size,), replace=False)
+
+
 def subset_min(rng: jax.Array, qs: jax.Array, subset_size: int | None) -> jax.Array:
     """Minimum over a random subset of ``subset_size`` ensemble members (rows of ``qs``).
 
     ``qs`` is [num_critics, batch]. The same subset is used for the whole batch, as in RLPD and
-    REDQ. ``None`` or the full ensemble size takes the minimum over all critics.
+    REDQ. ``None`` or the full ensemble size takes the minimum over all critics. (The agent
+    evaluates only the chosen members' target networks, with the same ``choose_members``.)
     """
-    num_critics = qs.shape[0]
-    if subset_size is None or subset_size >= num_critics:
-        return qs.min(axis=0)
-    members = jax.random.choice(rng, num_critics, (subset_size,), replace=False)
-    return qs[members].min(axis=0)
+    members = choose_members(rng, qs.shape[0], subset_size)
+    return qs.min(axis=0) if members is None else qs[members].min(axis=0)
 
 
 def soft_td_target(
