@@ -1,1 +1,34 @@
-"""Image encoders (small conv net, ResNet-10 with a learned spatial pooling head) and weight import."""
+"""Image encoders: a small conv net, ResNet-10 with learned spatial pooling, weight import."""
+
+from __future__ import annotations
+
+import flax.linen as nn
+
+from robot_rl.agents.encoders.conv import ConvTrunk
+from robot_rl.agents.encoders.pooling import POOLINGS, EncoderHead, SpatialLearnedEmbeddings
+from robot_rl.agents.encoders.resnet import ResNet10Trunk
+
+# The weight importer lives in ``torch_import`` and is not imported here: it is only needed
+# when a pretrained file is loaded, and it keeps torch out of ``import robot_rl``.
+
+TRUNKS: dict[str, type[nn.Module]] = {"conv": ConvTrunk, "resnet10": ResNet10Trunk}
+
+
+def make_trunk(name: str, **kwargs) -> nn.Module:
+    """The trunk registered as ``name``, built with ``kwargs`` as its fields."""
+    try:
+        trunk_class = TRUNKS[name]
+    except KeyError:
+        raise ValueError(f"unknown trunk {name!r}; known: {', '.join(sorted(TRUNKS))}") from None
+    return trunk_class(**kwargs)
+
+
+__all__ = [
+    "POOLINGS",
+    "TRUNKS",
+    "ConvTrunk",
+    "EncoderHead",
+    "ResNet10Trunk",
+    "SpatialLearnedEmbeddings",
+    "make_trunk",
+]
