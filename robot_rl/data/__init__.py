@@ -1,1 +1,1 @@
-"""Replay and demonstration buffers, batch mixing, durable storage, the frozen-encoder embedding cache."""
+"""Replay and demonstration buffers, batch mixing, durable storage, the frozen-encoder cache."""
