@@ -1,1 +1,1 @@
-"""The MuJoCo twin: models, in-process envs and ROS 2 nodes (later issues). Imported as ``robot_rl.sim``."""
+"""The MuJoCo twin: models, in-process envs, ROS 2 nodes (later issues): ``robot_rl.sim``."""

@@ -11,7 +11,10 @@ TINY = AgentConfig(hidden_dims=(32, 32), num_critics=2, critic_subsample=2, bott
 
 
 def changed(a, b) -> bool:
-    return any(not np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+    return any(
+        not np.array_equal(x, y)
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
 
 
 def test_conv_encoder_with_drq_trains_end_to_end():
@@ -75,8 +78,8 @@ def test_cached_features_give_the_same_update_as_pixels():
     features = cache.gather(indices, rng)
     assert features["observations"]["front"].dtype == np.float32
     assert features["observations"]["front"].ndim == 4  # [N, h, w, c] feature maps
-    from_pixels, info_p = agent.update(pixels, utd_ratio=2)
-    from_cache, info_c = agent.update(features, utd_ratio=2)
+    from_pixels, _ = agent.update(pixels, utd_ratio=2)
+    from_cache, _ = agent.update(features, utd_ratio=2)
     for x, y in zip(
         jax.tree.leaves(from_pixels.critic.params),
         jax.tree.leaves(from_cache.critic.params),
