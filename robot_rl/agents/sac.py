@@ -85,6 +85,38 @@ def _sample_observation(space: gym.spaces.Dict) -> dict[str, np.ndarray]:
     return {k: np.zeros((1, *s.shape), s.dtype) for k, s in space.spaces.items()}
 
 
+@functools.partial(jax.jit, static_argnames=("nets", "epsilon", "deterministic"))
+def _act(
+    nets: Networks,
+    epsilon: float,
+    params: dict,
+    observations: dict,
+    rng: jax.Array,
+    deterministic: bool,
+) -> tuple[jax.Array, jax.Array]:
+    if nets.frozen_trunk is not None:
+        observations = dict(observations)
+        for key in nets.image_keys:
+            if observations[key].dtype == jnp.uint8:
+                observations[key] = nets.frozen_trunk.apply(
+                    params["frozen_trunk"], observations[key]
+                )
+    features = nets.encoder.apply({"params": params["encoder"]}, observations)
+    dist = nets.actor.apply({"params": params["actor"]}, features)
+    rng, arm_rng, grip_rng, explore_rng = jax.random.split(rng, 4)
+    actions = dist.mode() if deterministic else dist.sample_and_log_prob(arm_rng)[0]
+    if nets.gripper is None:
+        return actions, rng
+    q = nets.gripper.apply({"params": params["gripper"]}, features)
+    choice = jnp.argmax(q, axis=-1)
+    if not deterministic:
+        explore = jax.random.uniform(explore_rng, choice.shape) < epsilon
+        random_choice = jax.random.randint(grip_rng, choice.shape, 0, q.shape[-1])
+        choice = jnp.where(explore, random_choice, choice)
+    gripper = (choice - STAY).astype(actions.dtype)[:, None]
+    return jnp.concatenate([actions, gripper], axis=-1), rng
+
+
 class SACAgent(struct.PyTreeNode):
     actor: TrainState
     critic: TrainState
@@ -408,22 +440,14 @@ class SACAgent(struct.PyTreeNode):
         return self._update(batch, utd_ratio)
 
     # ------------------------------------------------------------------ acting
-    @functools.partial(jax.jit, static_argnames=("deterministic",))
-    def _act(self, observations: dict, rng: jax.Array, deterministic: bool) -> jax.Array:
-        observations = self._with_frozen_features(observations)
-        features = self._features(self.critic.params, observations)
-        dist = self.nets.actor.apply({"params": self.actor.params}, features)
-        arm_rng, grip_rng, explore_rng = jax.random.split(rng, 3)
-        actions = dist.mode() if deterministic else dist.sample_and_log_prob(arm_rng)[0]
-        if self.nets.gripper is None:
-            return actions
-        q = self.nets.gripper.apply({"params": self.gripper.params}, features)
-        choice = jnp.argmax(q, axis=-1)
-        if not deterministic:
-            explore = jax.random.uniform(explore_rng, choice.shape) < self.config.gripper_epsilon
-            random_choice = jax.random.randint(grip_rng, choice.shape, 0, q.shape[-1])
-            choice = jnp.where(explore, random_choice, choice)
-        return jnp.concatenate([actions, (choice - STAY).astype(actions.dtype)[:, None]], axis=-1)
+    def _acting_params(self) -> dict:
+        """Only what acting needs, so that a control loop does not flatten optimiser states."""
+        return {
+            "encoder": self.critic.params["encoder"],
+            "actor": self.actor.params,
+            "gripper": None if self.gripper is None else self.gripper.params,
+            "frozen_trunk": self.frozen_trunk,
+        }
 
     def _batched(self, observations: dict) -> tuple[dict, bool]:
         key = (self.nets.state_keys or self.nets.image_keys)[0]
@@ -435,12 +459,27 @@ class SACAgent(struct.PyTreeNode):
     def sample_actions(self, observations: dict) -> tuple[np.ndarray, SACAgent]:
         """Stochastic actions for exploration; returns the agent with its advanced RNG."""
         observations, single = self._batched(observations)
-        rng, act_rng = jax.random.split(self.rng)
-        actions = np.asarray(self._act(observations, act_rng, deterministic=False))
+        actions, rng = _act(
+            self.nets,
+            self.config.gripper_epsilon,
+            self._acting_params(),
+            observations,
+            self.rng,
+            deterministic=False,
+        )
+        actions = np.asarray(actions)
         return (actions[0] if single else actions), self.replace(rng=rng)
 
     def eval_actions(self, observations: dict) -> np.ndarray:
         """Deterministic actions: the mean of the squashed Gaussian, the greedy gripper."""
         observations, single = self._batched(observations)
-        actions = np.asarray(self._act(observations, self.rng, deterministic=True))
+        actions, _ = _act(
+            self.nets,
+            self.config.gripper_epsilon,
+            self._acting_params(),
+            observations,
+            self.rng,
+            deterministic=True,
+        )
+        actions = np.asarray(actions)
         return actions[0] if single else actions

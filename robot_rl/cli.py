@@ -1,0 +1,102 @@
+"""The `robot-rl` console script: a registry of subcommands, each imported only when chosen.
+
+A subcommand is a module in `robot_rl.commands` with a config dataclass (parsed by tyro) and
+`run(config) -> int`; adding one is a module plus one line in COMMANDS. Nothing heavy is imported
+here, so `robot-rl --help` stays fast and works without JAX.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module, config class in that module, one-line description)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "doctor": (
+        "robot_rl.commands.doctor",
+        "DoctorConfig",
+        "what this machine has: JAX devices, MuJoCo rendering, rclpy and its RMW, "
+        "librealsense, torch",
+    ),
+    "train": (
+        "robot_rl.commands.train",
+        "TrainConfig",
+        "single-process training with progress output, checkpoints and curves",
+    ),
+}
+
+PROG = "robot-rl"
+
+
+def usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        f"usage: {PROG} <command> [options]",
+        "",
+        "Real-world robot reinforcement learning: SAC/RLPD/DrQ learner, ROS 2 nodes, MuJoCo twin.",
+        "",
+        "commands:",
+        *(f"  {name:<{width}}  {desc}" for name, (_, _, desc) in COMMANDS.items()),
+        "",
+        f"Run '{PROG} <command> --help' for the options of one command.",
+    ]
+    return "\n".join(lines)
+
+
+def _exit_code(err: SystemExit) -> int:
+    if err.code is None:
+        return 0
+    return err.code if isinstance(err.code, int) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print(usage(), file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0
+    if args[0] == "--version":
+        from robot_rl import __version__
+
+        print(f"{PROG} {__version__}")
+        return 0
+
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        close = difflib.get_close_matches(name, COMMANDS, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        print(
+            f"{PROG}: unknown command '{name}'.{hint} Commands: {', '.join(COMMANDS)}.\n"
+            f"Run '{PROG} --help' for what each does.",
+            file=sys.stderr,
+        )
+        return 2
+
+    module_name, config_name, description = COMMANDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        # An optional dependency of this one command is missing; the others still work.
+        print(
+            f"{PROG} {name}: cannot import {module_name}: {err}\n"
+            f"Run '{PROG} doctor' to see what this machine lacks and how to install it.",
+            file=sys.stderr,
+        )
+        return 1
+    config_cls = getattr(module, config_name)
+
+    import tyro
+
+    try:
+        config = tyro.cli(config_cls, args=rest, prog=f"{PROG} {name}", description=description)
+        return int(module.run(config) or 0)
+    except SystemExit as err:  # --help, a bad option, or a command that calls sys.exit
+        return _exit_code(err)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

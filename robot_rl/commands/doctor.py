@@ -1,0 +1,373 @@
+"""`robot-rl doctor`: what this machine has, and the command that installs what it lacks.
+
+Every probe except Python's runs in its own process with a timeout, so a broken GL driver, a
+crashing native library or a hanging import is reported as an error instead of taking doctor
+down. Only JAX is required; the rest (MuJoCo, ROS 2, RealSense, torch) is optional.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUDO = "" if not hasattr(os, "geteuid") or os.geteuid() == 0 else "sudo "
+FIX_JAX = "pip install -e ."
+FIX_CUDA = "pip install -e '.[cuda]'"
+FIX_MUJOCO = "pip install -e '.[sim]'"
+FIX_RENDERING = (
+    f"{SUDO}apt-get install -y libegl1 libegl-mesa0 libgl1-mesa-dri && export MUJOCO_GL=egl"
+)
+FIX_ROS = (
+    "pip install ros-rclpy ros-rmw-fastrtps-cpp ros-std-msgs ros-sensor-msgs ros-geometry-msgs "
+    "ros-nav-msgs ros-std-srvs ros-diagnostic-msgs ros-lifecycle-msgs ros-rcl-lifecycle"
+)
+FIX_LIBUSB = f"{SUDO}apt-get install -y libusb-1.0-0"
+FIX_REALSENSE = f"pip install pyrealsense2 && {FIX_LIBUSB}"
+FIX_TORCH = "pip install -e '.[torch]'  # pins torch==2.13.0"
+
+# A probe prints its result as the last line starting with this, after any library chatter.
+MARKER = "ROBOT_RL_DOCTOR_PROBE "
+REQUIRED = ("python", "jax")
+
+
+@dataclass
+class DoctorConfig:
+    json: bool = False
+    """Print one JSON object instead of the table."""
+    strict: bool = False
+    """Exit with 1 when a required piece (JAX) is missing or broken; otherwise always 0."""
+    timeout: float = 120.0
+    """Seconds each probe (its own process) may take before it counts as an error."""
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    """ok, missing or error."""
+    detail: str
+    fix: str | None = None
+    """A command that installs or repairs this piece; None when nothing needs doing."""
+    required: bool = False
+    facts: dict[str, Any] = field(default_factory=dict)
+    """Machine-readable extras (version, devices, backend), flattened into the JSON entry."""
+
+
+# ---- probes: each runs in a child process and returns a JSON-able dict ---------------------
+
+
+def _missing(what: str, fix: str) -> dict[str, Any]:
+    return {"status": "missing", "detail": f"{what} is not installed", "fix": fix}
+
+
+def _dist_version(*names: str) -> str | None:
+    from importlib import metadata
+
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _has_nvidia_gpu() -> bool:
+    return Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
+
+
+def probe_jax() -> dict[str, Any]:
+    try:
+        import jax
+    except ModuleNotFoundError:
+        return _missing("jax", FIX_JAX)
+    backend = jax.default_backend()
+    devices = [{"platform": d.platform, "id": d.id, "kind": d.device_kind} for d in jax.devices()]
+    listed = ", ".join(f"{d['platform']}:{d['id']} ({d['kind']})" for d in devices)
+    result: dict[str, Any] = {
+        "status": "ok",
+        "detail": f"{jax.__version__}, backend {backend}: {listed}",
+        "version": jax.__version__,
+        "backend": backend,
+        "devices": devices,
+    }
+    if backend == "cpu" and _has_nvidia_gpu():
+        result["detail"] += "; this host has an NVIDIA GPU that JAX does not use"
+        result["fix"] = FIX_CUDA
+    return result
+
+
+def probe_torch() -> dict[str, Any]:
+    try:
+        import torch
+    except ModuleNotFoundError:
+        return _missing("torch (optional: loading PyTorch encoders)", FIX_TORCH)
+    cuda = "CUDA available" if torch.cuda.is_available() else "CPU only"
+    return {"status": "ok", "detail": f"{torch.__version__}, {cuda}", "version": torch.__version__}
+
+
+def probe_mujoco() -> dict[str, Any]:
+    try:
+        import mujoco
+    except ModuleNotFoundError:
+        return _missing("mujoco (optional: the twin)", FIX_MUJOCO)
+    return {"status": "ok", "detail": mujoco.__version__, "version": mujoco.__version__}
+
+
+_TINY_MJCF = """
+<mujoco>
+  <worldbody>
+    <light pos="0 0 2"/>
+    <geom type="sphere" size="0.2" rgba="1 0.5 0.2 1"/>
+  </worldbody>
+</mujoco>
+"""
+
+
+def probe_rendering() -> dict[str, Any]:
+    gl = os.environ.get("MUJOCO_GL")
+    setting = f"MUJOCO_GL={gl}" if gl else "MUJOCO_GL unset, so glfw: needs a display"
+    facts = {"backend": gl or "glfw"}
+    try:
+        # mujoco loads its GL backend at import, so a broken MUJOCO_GL can fail right here.
+        import mujoco
+
+        model = mujoco.MjModel.from_xml_string(_TINY_MJCF)
+        data = mujoco.MjData(model)
+        mujoco.mj_forward(model, data)
+        with mujoco.Renderer(model, height=32, width=32) as renderer:
+            renderer.update_scene(data)
+            image = renderer.render()
+            gl_renderer = _gl_renderer_name()
+    except ModuleNotFoundError as err:
+        if err.name == "mujoco":
+            return _missing("mujoco (optional: the twin)", FIX_MUJOCO)
+        detail = f"offscreen render failed ({setting}): {err}"
+        return {"status": "error", "detail": detail, "fix": FIX_RENDERING, **facts}
+    except Exception as err:  # any GL failure is the answer, not a crash
+        detail = f"offscreen render failed ({setting}): {type(err).__name__}: {err}"
+        return {"status": "error", "detail": detail, "fix": FIX_RENDERING, **facts}
+    if image.shape != (32, 32, 3) or not image.any():
+        return {
+            "status": "error",
+            "detail": f"rendered a blank or malformed image {image.shape} ({setting})",
+            "fix": FIX_RENDERING,
+            **facts,
+        }
+    where = f", {gl_renderer}" if gl_renderer else ""
+    return {"status": "ok", "detail": f"32x32 offscreen render ok ({setting}{where})", **facts}
+
+
+def _gl_renderer_name() -> str | None:
+    try:
+        from OpenGL import GL
+
+        name = GL.glGetString(GL.GL_RENDERER)
+    except Exception:  # PyOpenGL absent or no current context: the name is only a nicety
+        return None
+    return name.decode(errors="replace") if isinstance(name, bytes) else None
+
+
+def probe_rclpy() -> dict[str, Any]:
+    try:
+        import rclpy
+        import rclpy.utilities
+    except ModuleNotFoundError as err:
+        if err.name and err.name.split(".")[0] == "rclpy":
+            return _missing("rclpy (optional: ROS 2 nodes)", FIX_ROS)
+        return {"status": "error", "detail": f"import rclpy failed: {err}", "fix": FIX_ROS}
+    except ImportError as err:
+        return {"status": "error", "detail": f"import rclpy failed: {err}", "fix": FIX_ROS}
+    rclpy.init(args=[])
+    try:
+        rmw = rclpy.utilities.get_rmw_implementation_identifier()
+    finally:
+        rclpy.shutdown()
+    version = _dist_version("ros-rclpy", "rclpy")
+    distro = os.environ.get("ROS_DISTRO")
+    parts = [f"RMW {rmw}"]
+    if version:
+        parts.insert(0, version)
+    if distro:
+        parts.append(f"ROS_DISTRO={distro}")
+    return {"status": "ok", "detail": ", ".join(parts), "rmw": rmw, "version": version}
+
+
+def probe_pyrealsense2() -> dict[str, Any]:
+    try:
+        import pyrealsense2 as rs
+    except ModuleNotFoundError as err:
+        if err.name and err.name.split(".")[0] == "pyrealsense2":
+            return _missing("pyrealsense2 (optional: RealSense cameras)", FIX_REALSENSE)
+        return {"status": "error", "detail": f"import failed: {err}", "fix": FIX_REALSENSE}
+    except ImportError as err:  # usually libusb-1.0 missing
+        return {"status": "error", "detail": f"import failed: {err}", "fix": FIX_LIBUSB}
+    version = getattr(rs, "__version__", None) or _dist_version("pyrealsense2")
+    try:
+        cameras = f"{len(rs.context().query_devices())} camera(s) connected"
+    except Exception as err:  # no USB access in a container is common and not fatal
+        cameras = f"cannot list cameras: {err}"
+    return {"status": "ok", "detail": f"{version}, {cameras}", "version": version}
+
+
+PROBES: dict[str, Callable[[], dict[str, Any]]] = {
+    "jax": probe_jax,
+    "torch": probe_torch,
+    "mujoco": probe_mujoco,
+    "rendering": probe_rendering,
+    "rclpy": probe_rclpy,
+    "pyrealsense2": probe_pyrealsense2,
+}
+# What to suggest when a probe dies or hangs before it can say anything itself.
+FALLBACK_FIX = {
+    "jax": FIX_JAX,
+    "torch": FIX_TORCH,
+    "mujoco": FIX_MUJOCO,
+    "rendering": FIX_RENDERING,
+    "rclpy": FIX_ROS,
+    "pyrealsense2": FIX_REALSENSE,
+}
+
+
+def probe_main(name: str) -> None:
+    """Entry point of a probe's child process."""
+    try:
+        result = PROBES[name]()
+    except Exception as err:
+        result = {"status": "error", "detail": f"{type(err).__name__}: {err}"}
+    sys.stdout.flush()
+    print(MARKER + jsonlib.dumps(result, default=str), flush=True)
+
+
+# ---- the parent: run probes, collect, report ----------------------------------------------
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Keep any ROS 2 traffic on this host, in a domain of its own.
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    env.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 101 + 1))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def run_probe(name: str, timeout: float) -> Check:
+    package_root = str(Path(__file__).resolve().parents[2])
+    code = (
+        f"import sys; sys.path.append({package_root!r}); "
+        f"from robot_rl.commands.doctor import probe_main; probe_main({name!r})"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=_child_env(),
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        detail = f"no answer within {timeout:g} s (hung import or driver)"
+        return Check(name, "error", detail, FALLBACK_FIX[name])
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(MARKER):
+            result = jsonlib.loads(line[len(MARKER) :])
+            status, detail = result.pop("status"), result.pop("detail")
+            fix = result.pop("fix", None)
+            if status != "ok" and not fix:
+                fix = FALLBACK_FIX[name]
+            return Check(name, status, detail, fix, facts=result)
+    stderr = [line for line in proc.stderr.splitlines() if line.strip()]
+    last = f": {stderr[-1].strip()}" if stderr else ""
+    detail = f"probe process died ({_describe_exit(proc.returncode)}){last}"
+    return Check(name, "error", detail, FALLBACK_FIX[name])
+
+
+def check_python() -> Check:
+    version = platform.python_version()
+    facts = {"version": version, "executable": sys.executable}
+    return Check("python", "ok", f"{version} ({sys.executable})", facts=facts)
+
+
+def collect(timeout: float) -> list[Check]:
+    with ThreadPoolExecutor(max_workers=len(PROBES)) as pool:
+        futures = [pool.submit(run_probe, name, timeout) for name in PROBES]
+        checks = [check_python(), *(future.result() for future in futures)]
+    for check in checks:
+        check.required = check.name in REQUIRED
+    return checks
+
+
+def required_ok(checks: list[Check]) -> bool:
+    return all(check.status == "ok" for check in checks if check.required)
+
+
+def exit_code(checks: list[Check], strict: bool) -> int:
+    return 1 if strict and not required_ok(checks) else 0
+
+
+def as_json(checks: list[Check]) -> dict[str, Any]:
+    entries = {}
+    for check in checks:
+        entry = asdict(check)
+        entry.pop("name")
+        entry.update(entry.pop("facts"))
+        entries[check.name] = entry
+    return {"ok": required_ok(checks), "checks": entries}
+
+
+def print_report(checks: list[Check]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    colour = {"ok": "green", "missing": "yellow", "error": "red"}
+    if console.is_terminal:
+        table = Table(title="robot-rl doctor")
+        for column in ("item", "status", "detail"):
+            table.add_column(column)
+        for check in checks:
+            status = f"[{colour[check.status]}]{check.status}[/]"
+            name = check.name + (" (required)" if check.required else "")
+            table.add_row(name, status, Text(check.detail))  # details are not markup
+        console.print(table)
+    else:
+        for check in checks:
+            print(f"{check.name:<13} {check.status:<8} {check.detail}")
+    fixes = [check for check in checks if check.fix]
+    if fixes:
+        print("\nto fix:")
+        for check in fixes:
+            print(f"  {check.name}: {check.fix}")
+    if required_ok(checks):
+        print("\nrequired pieces ok: the learner core runs here.")
+    else:
+        print("\nrequired pieces missing or broken: robot-rl cannot train here.")
+
+
+def run(config: DoctorConfig) -> int:
+    checks = collect(config.timeout)
+    if config.json:
+        print(jsonlib.dumps(as_json(checks), indent=2))
+    else:
+        print_report(checks)
+    return exit_code(checks, config.strict)

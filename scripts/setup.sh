@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Sets up this checkout and its environment; idempotent, and about a second when all is there.
+#
+#   bash scripts/setup.sh      install what is missing
+#   . scripts/setup.sh         the same, then keep the environment (venv on PATH, MUJOCO_GL, ...)
+#
+# Installs: the Debian run-time libraries (EGL/Mesa for headless MuJoCo, libusb for RealSense)
+# when root, a virtualenv (.venv, or $ROBOT_RL_VENV) and `pip install -e '.[dev,sim,torch]'`,
+# repeated only when pyproject.toml or this file change (a stamp inside the venv).
+# Strict mode when run; a shell that sources this file keeps its own options.
+[[ "${BASH_SOURCE[0]}" != "$0" ]] || set -euo pipefail
+
+ROBOT_RL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROBOT_RL_VENV="${ROBOT_RL_VENV:-$ROBOT_RL_ROOT/.venv}"
+case "$ROBOT_RL_VENV" in /*) ;; *) ROBOT_RL_VENV="$PWD/$ROBOT_RL_VENV" ;; esac
+export ROBOT_RL_ROOT ROBOT_RL_VENV
+
+# The install steps run in a subshell so that a caller who sources this file keeps its own shell
+# options; a failure is still returned as this file's status.
+_robot_rl_install() (
+    set -euo pipefail
+    debs=(libegl1 libegl-mesa0 libgl1-mesa-dri libusb-1.0-0)
+    # ensurepip comes from a separate Debian package; without it `python3 -m venv` fails.
+    if [ ! -x "$ROBOT_RL_VENV/bin/python" ] && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+        debs+=(python3-venv)
+    fi
+
+    missing=()
+    if command -v dpkg-query >/dev/null; then
+        for pkg in "${debs[@]}"; do
+            status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
+            [ "$status" = "install ok installed" ] || missing+=("$pkg")
+        done
+    else
+        echo "setup: no dpkg here; make sure EGL/Mesa and libusb-1.0 are installed" >&2
+    fi
+    if [ "${#missing[@]}" -gt 0 ]; then
+        if [ "$(id -u)" = 0 ]; then
+            echo "setup: installing Debian packages: ${missing[*]}"
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get update -qq
+            apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        else
+            echo "setup: missing Debian packages (rendering/RealSense tests will skip); install with:" >&2
+            echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+        fi
+    fi
+
+    py="$ROBOT_RL_VENV/bin/python"
+    if [ ! -x "$py" ]; then
+        echo "setup: creating virtualenv $ROBOT_RL_VENV"
+        python3 -m venv "$ROBOT_RL_VENV"
+    fi
+    stamp_file="$ROBOT_RL_VENV/.robot-rl-setup-stamp"
+    stamp="$(cat "$ROBOT_RL_ROOT/pyproject.toml" "$ROBOT_RL_ROOT/scripts/setup.sh" | sha256sum | cut -d' ' -f1)"
+    if [ "$(cat "$stamp_file" 2>/dev/null || true)" != "$stamp" ]; then
+        if [ ! -e "$ROBOT_RL_VENV/.robot-rl-pip-upgraded" ]; then
+            echo "setup: upgrading pip"
+            "$py" -m pip install -q --progress-bar off --upgrade pip >/dev/null 2>&1 ||
+                echo "setup: could not upgrade pip; going on with the venv's own" >&2
+            touch "$ROBOT_RL_VENV/.robot-rl-pip-upgraded"
+        fi
+        if [ -e "$stamp_file" ]; then
+            echo "setup: dependencies changed, reinstalling Python packages"
+        else
+            echo "setup: installing Python packages (first run, a few minutes)"
+        fi
+        log="$ROBOT_RL_VENV/.robot-rl-setup.log"
+        if ! (cd "$ROBOT_RL_ROOT" && "$py" -m pip install --progress-bar off -e '.[dev,sim,torch]') \
+            >"$log" 2>&1; then
+            tail -n 40 "$log" >&2
+            echo "setup: pip install failed; full log: $log" >&2
+            exit 1
+        fi
+        echo "$stamp" >"$stamp_file"
+        echo "setup: done"
+    fi
+)
+
+if ! _robot_rl_install; then
+    echo "setup: failed (see the messages above)" >&2
+    unset -f _robot_rl_install
+    return 1 2>/dev/null || exit 1
+fi
+unset -f _robot_rl_install
+
+export MUJOCO_GL="${MUJOCO_GL:-egl}"
+# MuJoCo refuses a PyOpenGL platform that differs from its own GL backend.
+case "$MUJOCO_GL" in
+    egl | osmesa) export PYOPENGL_PLATFORM="$MUJOCO_GL" ;;
+esac
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(($$ % 101 + 1))}"
+export PYTHONUNBUFFERED=1
+case ":$PATH:" in
+    *":$ROBOT_RL_VENV/bin:"*) ;;
+    *) export PATH="$ROBOT_RL_VENV/bin:$PATH" ;;
+esac
+export VIRTUAL_ENV="$ROBOT_RL_VENV"
