@@ -1,0 +1,116 @@
+"""The task contract: one object that says what to observe, how to act, what counts as success
+and how to reset, for the real robot and the twin alike.
+
+A task is a frozen dataclass; its fields are the run's choices (cameras and image size, reward
+type, episode length). ``tasks/<name>.py`` holds one subclass per task and registers it.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from robot_rl.envs.backend import Backend, Command, Reading
+
+
+@dataclass(frozen=True)
+class Task(abc.ABC):
+    """Base class. Subclasses set ``name`` and ``robot`` and implement the abstract methods."""
+
+    name = "task"
+    robot = "arm"  # which backend kind drives it: "arm" or "car"
+
+    cameras: tuple[str, ...] = ()
+    """Camera observations to use (empty: state only)."""
+    image_size: int = 64
+    """Square image side in pixels for every camera observation."""
+    reward_type: str = "dense"
+    """'dense' (shaped, for research) or 'sparse' (1 on success, the real-robot analogue)."""
+    control_hz: float = 10.0
+    """Policy rate in Hz."""
+    max_episode_steps: int = 100
+    """Steps before the episode is truncated (a truncation bootstraps)."""
+
+    def __post_init__(self) -> None:
+        if self.reward_type not in ("dense", "sparse"):
+            raise ValueError(f"reward_type must be 'dense' or 'sparse', got {self.reward_type!r}")
+        if self.image_size < 8:
+            raise ValueError(f"image_size must be >= 8, got {self.image_size}")
+        if self.control_hz <= 0 or self.max_episode_steps < 1:
+            raise ValueError("control_hz must be > 0 and max_episode_steps >= 1")
+
+    def replace(self, **changes) -> Task:
+        return dataclasses.replace(self, **changes)
+
+    # -- spaces ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def state_space(self) -> gym.spaces.Box:
+        """The proprioceptive (and, in sim-only research tasks, object) state vector."""
+
+    @abc.abstractmethod
+    def action_space(self) -> gym.spaces.Box:
+        """Always [-1, 1]^n; ``to_command`` scales it to physical units."""
+
+    def observation_space(self) -> gym.spaces.Dict:
+        spaces: dict[str, gym.spaces.Space] = {"state": self.state_space()}
+        for camera in self.cameras:
+            spaces[camera] = gym.spaces.Box(0, 255, (self.image_size, self.image_size, 3), np.uint8)
+        return gym.spaces.Dict(spaces)
+
+    # -- the loop -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def observe(self, reading: Reading) -> dict[str, np.ndarray]:
+        """Observation dict matching ``observation_space`` (fresh arrays, never shared)."""
+
+    @abc.abstractmethod
+    def to_command(self, action: np.ndarray, reading: Reading) -> tuple[Command, np.ndarray]:
+        """Scale a normalised action, clip it to the safety box and rate limits; return the
+        command and the normalised action that was actually applied (what replay stores)."""
+
+    @abc.abstractmethod
+    def dense_reward(self, reading: Reading) -> float: ...
+
+    @abc.abstractmethod
+    def success(self, reading: Reading) -> bool: ...
+
+    def failure(self, reading: Reading) -> bool:
+        """A real end of the episode other than success (e.g. the object fell off the table)."""
+        return False
+
+    def reward(self, reading: Reading) -> float:
+        if self.reward_type == "sparse":
+            return float(self.success(reading))
+        return self.dense_reward(reading)
+
+    def terminated(self, reading: Reading) -> bool:
+        return self.success(reading) or self.failure(reading)
+
+    def info(self, reading: Reading) -> dict:
+        """Extra per-step figures for logging."""
+        return {}
+
+    # -- resets ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def reset(self, backend: Backend, rng: np.random.Generator) -> None:
+        """The reset procedure: robot to its randomised reset pose; on the twin also the scene."""
+
+
+TASKS: dict[str, Callable[..., Task]] = {}
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    TASKS[cls.name] = cls
+    return cls
+
+
+def make_task(name: str, **overrides) -> Task:
+    import robot_rl.tasks  # noqa: F401  (registers the tasks)
+
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known: {', '.join(sorted(TASKS))}")
+    return TASKS[name](**overrides)
