@@ -1,1 +1,32 @@
-"""The MuJoCo twin: models, in-process envs, ROS 2 nodes (later issues): ``robot_rl.sim``."""
+"""The MuJoCo twin: models, in-process envs, ROS 2 nodes. Imported as ``robot_rl.sim``.
+
+``make_twin_env(task)`` builds a ``RobotEnv`` whose backend is the in-process twin of the
+task's robot kind; ``make_expert(task)`` gives the task's scripted expert (``sim/experts/``).
+MuJoCo is imported only when a twin is built.
+"""
+
+from __future__ import annotations
+
+
+def make_twin_backend(task, seed: int | None = None):
+    if task.robot == "arm":
+        from robot_rl.sim.arm_twin import make_arm_twin
+
+        return make_arm_twin(task, seed=seed)
+    if task.robot == "car":
+        from robot_rl.sim.car_twin import make_car_twin
+
+        return make_car_twin(task, seed=seed)
+    raise ValueError(f"no twin for robot kind {task.robot!r}")
+
+
+def make_twin_env(task, seed: int | None = None):
+    from robot_rl.envs.robot_env import RobotEnv
+
+    return RobotEnv(task, make_twin_backend(task, seed=seed))
+
+
+def make_expert(task):
+    from robot_rl.sim.experts import make_expert as _make_expert
+
+    return _make_expert(task)
