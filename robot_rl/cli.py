@@ -25,6 +25,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "TrainConfig",
         "single-process training with progress output, checkpoints and curves",
     ),
+    "eval": (
+        "robot_rl.commands.eval",
+        "EvalConfig",
+        "success rate with a 95% confidence interval, cycle time, optional MP4",
+    ),
 }
 
 PROG = "robot-rl"

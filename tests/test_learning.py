@@ -13,6 +13,7 @@ STEP_BUDGET = 6_000
 @pytest.mark.slow
 def test_sac_swings_up_pendulum_within_budget(tmp_path):
     cfg = TrainConfig(
+        backend="gym",
         env_id="Pendulum-v1",
         seed=0,
         total_steps=STEP_BUDGET,

@@ -25,17 +25,31 @@ from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.mixing import MixedSampler
 from robot_rl.data.replay import ReplayBuffer
-from robot_rl.envs.gym_adapter import make_gym_env
+from robot_rl.runtime.demos import applied_action, collect_demos
+from robot_rl.runtime.environments import BACKENDS, make_env
 from robot_rl.runtime.evaluation import episode_success, evaluate
 from robot_rl.runtime.run_dir import RunLogger
 
 REPLAY_FILE = "replay.npz"
+DEMO_FILE = "demos.npz"
 
 
 @dataclass
 class TrainConfig:
+    task: str = "pick_cube"
+    """Task name (tasks/): pick_cube, peg_insert, car_lap."""
+    backend: str = "twin"
+    """'twin' (the in-process MuJoCo twin of the task) or 'gym' (a gymnasium env, see env_id)."""
     env_id: str = "Pendulum-v1"
-    """Gymnasium environment id (Box observations, bounded Box actions)."""
+    """Gymnasium environment id for --backend gym (Box observations, bounded Box actions)."""
+    cameras: tuple[str, ...] = ()
+    """Camera observations for the task (empty: state only)."""
+    image_size: int = 64
+    """Camera image side in pixels."""
+    demos: int = 0
+    """Successful scripted-expert demonstrations put in the demo buffer first (twin only)."""
+    demo_fraction: float = 0.5
+    """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
     seed: int = 0
     """Seed of the agent, the environment resets and replay sampling."""
     total_steps: int = 10_000
@@ -49,8 +63,8 @@ class TrainConfig:
     update_every: int = 1
     """Environment steps between update calls; each call runs utd_ratio * update_every critic
     updates in one compiled scan, so the ratio holds while dispatch overhead shrinks."""
-    replay_capacity: int = 1_000_000
-    """Online replay capacity in transitions."""
+    replay_capacity: int = 200_000
+    """Online replay capacity in transitions (the demo buffer holds up to 100,000)."""
     eval_every: int = 2_000
     """Environment steps between evaluations of the deterministic policy."""
     eval_episodes: int = 10
@@ -65,6 +79,8 @@ class TrainConfig:
     """Continue from the newest checkpoint in run_dir."""
     stop_at_return: float | None = None
     """Stop early once an evaluation's mean return reaches this value."""
+    stop_at_success: float | None = None
+    """Stop early once an evaluation's success rate reaches this value."""
     agent: AgentConfig = field(
         default_factory=lambda: AgentConfig(num_critics=2, critic_subsample=2)
     )
@@ -76,14 +92,34 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.start_steps < 0:
             raise ValueError(f"start_steps must be >= 0, got {self.start_steps}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.demos and self.backend != "twin":
+            raise ValueError("--demos needs the twin's scripted expert (--backend twin)")
+        if not 0.0 <= self.demo_fraction <= 1.0:
+            raise ValueError(f"demo_fraction must be in [0, 1], got {self.demo_fraction}")
         if self.resume and self.run_dir is None:
             raise ValueError("--resume needs --run-dir of the run to continue")
         self.agent.validate()
 
+    @property
+    def run_name(self) -> str:
+        return self.task if self.backend == "twin" else self.env_id.replace("/", "_")
+
+    def make_env(self, seed: int):
+        options = {"cameras": tuple(self.cameras), "image_size": self.image_size}
+        return make_env(self.backend, self.task, self.env_id, seed, options)
+
 
 def default_run_dir(cfg: TrainConfig) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{cfg.env_id.replace('/', '_')}-s{cfg.seed}-{stamp}"
+    return Path("runs") / f"{cfg.run_name}-{cfg.backend}-s{cfg.seed}-{stamp}"
+
+
+def reached(cfg: TrainConfig, result: dict) -> bool:
+    if cfg.stop_at_return is not None and result["return_mean"] >= cfg.stop_at_return:
+        return True
+    return cfg.stop_at_success is not None and result["success_rate"] >= cfg.stop_at_success
 
 
 def train(cfg: TrainConfig, console: Console | None = None) -> dict:
@@ -93,10 +129,12 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
     ckpt_dir = run_dir / "checkpoints"
 
-    env = make_gym_env(cfg.env_id, seed=cfg.seed)
-    eval_env = make_gym_env(cfg.env_id, seed=cfg.seed + 10_000)
+    env = cfg.make_env(cfg.seed)
+    eval_env = cfg.make_env(cfg.seed + 10_000)
     agent = SACAgent.create(cfg.seed, env.observation_space, env.action_space, cfg.agent)
     replay = ReplayBuffer(env.observation_space, env.action_space, cfg.replay_capacity)
+    demo_capacity = min(cfg.replay_capacity, 100_000)
+    demo_buffer = ReplayBuffer(env.observation_space, env.action_space, demo_capacity)
     rng = np.random.default_rng(cfg.seed)
     start_step, episodes = 0, 0
 
@@ -106,21 +144,53 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     if checkpoint is not None:
         agent = restore_agent(checkpoint, agent)
         replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
+        if (checkpoint / DEMO_FILE).is_file():
+            demo_buffer = ReplayBuffer.load(checkpoint / DEMO_FILE)
         meta = read_metadata(checkpoint)
         start_step, episodes = meta["step"], meta["episodes"]
         rng.bit_generator.state = meta["numpy_rng"]
         console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
 
     logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
-    sampler = MixedSampler(replay)
+    if cfg.demos and len(demo_buffer) == 0:
+        from robot_rl.sim import make_expert
+
+        demo_env = cfg.make_env(cfg.seed + 20_000)
+        counts = collect_demos(
+            demo_env, make_expert(demo_env.task), demo_buffer, cfg.demos, seed=cfg.seed + 20_000
+        )
+        demo_env.close()
+        console.print(
+            f"demos: {counts['episodes']} successful expert episodes "
+            f"({counts['attempts']} attempts, {counts['transitions']} transitions)"
+        )
+    sampler = MixedSampler(replay, demo_buffer, demo_fraction=cfg.demo_fraction)
     console.print(
-        f"[bold]train[/] {cfg.env_id} for {cfg.total_steps} steps, "
+        f"[bold]train[/] {cfg.run_name} ({cfg.backend}) for {cfg.total_steps} steps, "
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
     )
+
+    def checkpoint_now(step: int) -> None:
+        save_checkpoint(
+            ckpt_dir,
+            step,
+            agent,
+            extra_writers={REPLAY_FILE: replay.save, DEMO_FILE: demo_buffer.save},
+            metadata={
+                "episodes": episodes,
+                "numpy_rng": rng.bit_generator.state,
+                "task": cfg.task,
+                "backend": cfg.backend,
+                "env_id": cfg.env_id,
+                "cameras": list(cfg.cameras),
+                "image_size": cfg.image_size,
+            },
+        )
 
     obs, _ = env.reset(seed=cfg.seed + start_step)
     episode_return, episode_length = 0.0, 0
     updates, update_time, last_eval = 0, 0.0, None
+    recent_success: list[float] = []
     loop_start, last_log_step = time.perf_counter(), start_step
     for step in range(start_step, cfg.total_steps):
         if step < cfg.start_steps:
@@ -129,12 +199,13 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
             action, agent = agent.sample_actions(obs)
         action = np.clip(action, -1.0, 1.0).astype(np.float32)
         next_obs, reward, terminated, truncated, info = env.step(action)
-        replay.add(obs, action, reward, terminated, truncated, next_obs)
+        replay.add(obs, applied_action(info, action), reward, terminated, truncated, next_obs)
         obs = next_obs
         episode_return += reward
         episode_length += 1
         if terminated or truncated:
             episodes += 1
+            recent_success.append(float(episode_success(info)))
             logger.scalars(
                 step + 1,
                 {
@@ -170,41 +241,23 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
             ups = updates / update_time if update_time else 0.0
             console.print(
                 f"step {step + 1}/{cfg.total_steps} | episodes {episodes} | "
+                f"train success (last 20) {np.mean(recent_success[-20:] or [0]):.0%} | "
                 f"{(step + 1 - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
                 f"{ups:.0f} updates/s"
             )
             loop_start, last_log_step = time.perf_counter(), step + 1
         if (step + 1) % cfg.checkpoint_every == 0 or done:
-            save_checkpoint(
-                ckpt_dir,
-                step + 1,
-                agent,
-                extra_writers={REPLAY_FILE: replay.save},
-                metadata={
-                    "episodes": episodes,
-                    "numpy_rng": rng.bit_generator.state,
-                    "env_id": cfg.env_id,
-                },
-            )
-        if (
-            cfg.stop_at_return is not None
-            and last_eval is not None
-            and last_eval["step"] == step + 1
-            and last_eval["return_mean"] >= cfg.stop_at_return
-        ):
-            console.print(f"reached return {last_eval['return_mean']:.1f}: stopping early")
-            if not done:
-                save_checkpoint(
-                    ckpt_dir,
-                    step + 1,
-                    agent,
-                    extra_writers={REPLAY_FILE: replay.save},
-                    metadata={"episodes": episodes, "numpy_rng": rng.bit_generator.state},
-                )
+            checkpoint_now(step + 1)
+        if last_eval is not None and last_eval["step"] == step + 1 and reached(cfg, last_eval):
+            console.print("reached the stop criterion: stopping early")
+            if not done and (step + 1) % cfg.checkpoint_every:
+                checkpoint_now(step + 1)
             break
 
     summary = {"run_dir": str(run_dir), "episodes": episodes, "final_eval": last_eval}
     logger.finish(summary)
+    env.close()
+    eval_env.close()
     console.print(f"[bold]done[/]: curves {run_dir / 'curves.png'}")
     console.print(json.dumps(summary))
     return summary
