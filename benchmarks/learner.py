@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     if "b" in only:
         emit(state_config("b_state_2critics_utd1", 2, 1, 1, calls * 20))
     if "c" in only:
-        emit(conv_config(calls, 64 if args.quick else 256))
+        emit(conv_config(max(2, calls // 5), 64 if args.quick else 256))
     if "d" in only:
         for size in (64, 128):
             for line in resnet_configs(calls, 16 if args.quick else 64, size):

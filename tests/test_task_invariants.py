@@ -1,5 +1,6 @@
 """The twin's task suite, in the spirit of dm_control's suite tests, for every task."""
 
+import itertools
 import os
 
 import numpy as np
@@ -7,11 +8,8 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-import itertools
-
-from robot_rl.sim import make_twin_env
-
 from robot_rl.envs.task import make_task
+from robot_rl.sim import make_twin_env
 
 TASKS = ["pick_cube", "peg_insert", "car_lap"]
 STEPS = 25
