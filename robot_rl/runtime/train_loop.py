@@ -11,6 +11,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from rich.console import Console
@@ -28,6 +29,7 @@ from robot_rl.data.replay import ReplayBuffer
 from robot_rl.runtime.demos import applied_action, collect_demos
 from robot_rl.runtime.environments import BACKENDS, make_env
 from robot_rl.runtime.evaluation import episode_success, evaluate
+from robot_rl.runtime.recipes import resolve
 from robot_rl.runtime.run_dir import RunLogger
 
 REPLAY_FILE = "replay.npz"
@@ -38,7 +40,7 @@ DEMO_FILE = "demos.npz"
 class TrainConfig:
     task: str = "pick_cube"
     """Task name (tasks/): pick_cube, peg_insert, car_lap."""
-    backend: str = "twin"
+    backend: Literal["twin", "gym"] = "twin"
     """'twin' (the in-process MuJoCo twin of the task) or 'gym' (a gymnasium env, see env_id)."""
     env_id: str = "Pendulum-v1"
     """Gymnasium environment id for --backend gym (Box observations, bounded Box actions)."""
@@ -46,16 +48,17 @@ class TrainConfig:
     """Camera observations for the task (empty: state only)."""
     image_size: int = 64
     """Camera image side in pixels."""
-    demos: int = 0
-    """Successful scripted-expert demonstrations put in the demo buffer first (twin only)."""
+    demos: int | None = None
+    """Successful scripted-expert demonstrations put in the demo buffer first (twin only);
+    default: the task's recipe (runtime/recipes.py)."""
     demo_fraction: float = 0.5
     """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
     seed: int = 0
     """Seed of the agent, the environment resets and replay sampling."""
-    total_steps: int = 10_000
-    """Environment steps to train for."""
-    start_steps: int = 1_000
-    """Uniformly random actions before the policy acts and updates begin."""
+    total_steps: int | None = None
+    """Environment steps to train for; default: the task's recipe."""
+    start_steps: int | None = None
+    """Uniformly random actions before the policy acts and updates begin; default: recipe."""
     batch_size: int = 256
     """Transitions per critic minibatch."""
     utd_ratio: int = 1
@@ -87,6 +90,9 @@ class TrainConfig:
     """The agent (SAC; RLPD is num_critics=10, critic_subsample=2)."""
 
     def validate(self) -> None:
+        for name in ("total_steps", "demos", "start_steps"):
+            if getattr(self, name) is None:
+                raise ValueError(f"{name} is unset: call recipes.resolve(config) first")
         for name in ("total_steps", "batch_size", "utd_ratio", "update_every", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -124,6 +130,7 @@ def reached(cfg: TrainConfig, result: dict) -> bool:
 
 def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     """Train and return the final evaluation summary (also written to run_dir/summary.json)."""
+    cfg = resolve(cfg)
     cfg.validate()
     console = console or Console()
     run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
