@@ -78,11 +78,12 @@ def conv_config(calls: int, batch_size: int) -> dict:
     agent = SACAgent.create(0, obs_space, act_space, cfg)
     utd = 4
     batch = random_batch(obs_space, 4, batch_size * utd)
-    line = {"config": "c_two_64px_cameras_conv_drq", "batch": batch_size, "num_critics": 2}
+    line = {"config": f"c_two_64px_cameras_conv_drq_b{batch_size}", "batch": batch_size}
+    line.update(num_critics=2, critic_actor_ratio=4)
     line.update(time_updates(agent, batch, utd, calls))
-    line["serl_reference_updates_per_s"] = SERL_REFERENCE["conv"]
-    line["serl_reference_batch"] = 64
-    line["ratio_vs_serl"] = round(line["updates_per_s"] / SERL_REFERENCE["conv"], 2)
+    if batch_size == 64:  # SERL's figure was measured at batch 64
+        line["serl_reference_updates_per_s"] = SERL_REFERENCE["conv"]
+        line["ratio_vs_serl"] = round(line["updates_per_s"] / SERL_REFERENCE["conv"], 2)
     return line
 
 
@@ -160,7 +161,9 @@ def main(argv=None) -> int:
     if "b" in only:
         emit(state_config("b_state_2critics_utd1", 2, 1, 1, calls * 20))
     if "c" in only:
-        emit(conv_config(max(2, calls // 5), 64 if args.quick else 256))
+        emit(conv_config(max(2, calls // 4), 64))
+        if not args.quick:
+            emit(conv_config(max(2, calls // 5), 256))
     if "d" in only:
         for size in (64, 128):
             for line in resnet_configs(calls, 16 if args.quick else 64, size):

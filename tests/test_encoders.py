@@ -22,7 +22,7 @@ def _images(size: int, batch: int = 2) -> np.ndarray:
     return np.random.default_rng(size).integers(0, 256, (batch, size, size, 3), dtype=np.uint8)
 
 
-@pytest.mark.parametrize(("size", "expected"), [(64, (2, 25, 25, 32)), (128, (2, 57, 57, 32))])
+@pytest.mark.parametrize(("size", "expected"), [(64, (2, 11, 11, 32)), (128, (2, 27, 27, 32))])
 def test_conv_trunk_shape(size, expected):
     trunk = ConvTrunk()
     images = _images(size)

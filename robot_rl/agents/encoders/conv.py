@@ -12,21 +12,21 @@ import jax.numpy as jnp
 class ConvTrunk(nn.Module):
     """uint8 images ``[B, H, W, C]`` to a float32 feature map ``[B, h, w, num_filters]``.
 
-    With the defaults a 64x64 image gives a 25x25 map and a 128x128 image a 57x57 map: the
-    first layer halves the resolution, each later VALID 3x3 layer trims a one-pixel border.
+    DrQ's trunk is four 32-filter 3x3 VALID layers with strides (2, 1, 1, 1); here the second
+    layer also strides by 2, which cuts the trunk's cost about fourfold (a 64x64 image gives an
+    11x11 map instead of 25x25, a 128x128 one 27x27) for the CPU and small-GPU learners this
+    stack runs on. ``strides=(2, 1, 1, 1)`` gives DrQ's exact trunk.
     """
 
     num_filters: int = 32
-    num_layers: int = 4
     kernel_size: int = 3
-    first_stride: int = 2
+    strides: tuple[int, ...] = (2, 2, 1, 1)
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
         # Centred on zero so that the ReLU of the first layer does not start half dead.
         x = images.astype(jnp.float32) / 255.0 - 0.5
-        for i in range(self.num_layers):
-            stride = self.first_stride if i == 0 else 1
+        for i, stride in enumerate(self.strides):
             x = nn.Conv(
                 self.num_filters,
                 (self.kernel_size, self.kernel_size),

@@ -1,0 +1,120 @@
+"""Pick a 5 cm cube off the table and lift it (SERL/HIL-SERL's first Franka task).
+
+Action (normalised, [-1, 1]^4): TCP position delta xyz (x ``step_size`` m per step) and the
+gripper in the last dim (> 0.5 close, < -0.5 open, otherwise keep: the hybrid-gripper agent's
+{-1, 0, +1}). The tool stays pointing down at a fixed heading.
+
+State (float32, 10): ``tcp_pos`` (3, m), ``tcp_vel`` linear (3, m/s), ``gripper_pos`` (1,
+0 open .. 1 closed), cube position minus TCP position (3, m). The last three are privileged:
+they exist on the twin only (research, state-only training); a real-robot run uses cameras
+and drops them with ``privileged_state=False``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from robot_rl.envs.backend import Backend, Command, Reading
+from robot_rl.envs.task import Task, register_task
+from robot_rl.tasks._arm import down_quat, position_step
+
+TABLE_Z = 0.0
+CUBE_HALF = 0.025
+LIFT_HEIGHT = 0.06
+"""Success: the cube's bottom at least this far above the table, held by the gripper."""
+
+
+@register_task
+@dataclass(frozen=True)
+class PickCubeTask(Task):
+    name = "pick_cube"
+    robot = "arm"
+
+    max_episode_steps: int = 100
+    step_size: float = 0.02
+    """Largest TCP move per step (m); 0.2 m/s at 10 Hz."""
+    privileged_state: bool = True
+    """Append the cube's position relative to the TCP (twin only)."""
+    safety_low: tuple[float, float, float] = (0.3, -0.25, 0.015)
+    safety_high: tuple[float, float, float] = (0.7, 0.25, 0.3)
+    """The box of allowed TCP positions (m, robot base frame)."""
+    reset_pos: tuple[float, float, float] = (0.5, 0.0, 0.15)
+    reset_noise: float = 0.03
+    """Uniform TCP offset at reset, per axis (m)."""
+    cube_region: float = 0.075
+    """The cube is placed uniformly within +-this of the reset xy (twin only; m)."""
+
+    def state_space(self) -> gym.spaces.Box:
+        size = 10 if self.privileged_state else 7
+        return gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+
+    def action_space(self) -> gym.spaces.Box:
+        return gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+
+    def observe(self, reading: Reading) -> dict[str, np.ndarray]:
+        parts = [reading["tcp_pos"], reading["tcp_vel"][:3], reading["gripper_pos"]]
+        if self.privileged_state:
+            parts.append(reading["object/cube_pos"] - reading["tcp_pos"])
+        obs = {"state": np.concatenate(parts).astype(np.float32)}
+        for camera in self.cameras:
+            obs[camera] = np.array(reading[f"image/{camera}"], np.uint8)
+        return obs
+
+    def to_command(self, action: np.ndarray, reading: Reading) -> tuple[Command, np.ndarray]:
+        target, applied_xyz = position_step(
+            action[:3], reading["tcp_pos"], self.step_size, self.safety_low, self.safety_high
+        )
+        command: Command = {"tcp_pos": target, "tcp_quat": down_quat(0.0)}
+        # a 'keep' sends no gripper entry: the driver holds its last gripper command
+        grip = float(action[3])
+        if grip > 0.5:
+            command["gripper"], applied_grip = np.array([1.0]), 1.0
+        elif grip < -0.5:
+            command["gripper"], applied_grip = np.array([0.0]), -1.0
+        else:
+            applied_grip = 0.0
+        applied = np.append(applied_xyz, applied_grip).astype(np.float32)
+        return command, applied
+
+    # Rewards read the twin's privileged cube pose; on the real robot ``reward_type='sparse'``
+    # and a learned reward classifier (robot_rl.rewards) replaces success().
+    def _cube(self, reading: Reading) -> tuple[np.ndarray, float, bool]:
+        cube = reading["object/cube_pos"]
+        dist = float(np.linalg.norm(cube - reading["tcp_pos"]))
+        grip = float(reading["gripper_pos"][0])
+        # fingers stopped part-way (on the cube) with the cube between them
+        grasped = dist < 0.02 and 0.2 < grip < 0.9
+        return cube, dist, grasped
+
+    def dense_reward(self, reading: Reading) -> float:
+        cube, dist, grasped = self._cube(reading)
+        reach = 1.0 - np.tanh(10.0 * dist)
+        lift = np.clip((cube[2] - CUBE_HALF - TABLE_Z) / LIFT_HEIGHT, 0.0, 1.0)
+        return float(0.25 * reach + 0.25 * grasped + 0.5 * lift * grasped)
+
+    def success(self, reading: Reading) -> bool:
+        cube, _, grasped = self._cube(reading)
+        return bool(grasped and cube[2] - CUBE_HALF - TABLE_Z >= LIFT_HEIGHT)
+
+    def failure(self, reading: Reading) -> bool:
+        # knocked off the table; the real robot has no cube reading and relies on the operator
+        if "object/cube_pos" not in reading:
+            return False
+        return bool(reading["object/cube_pos"][2] < TABLE_Z - 0.02)
+
+    def info(self, reading: Reading) -> dict:
+        if "object/cube_pos" not in reading:
+            return {}
+        return {"cube_height": float(reading["object/cube_pos"][2] - CUBE_HALF)}
+
+    def reset(self, backend: Backend, rng: np.random.Generator) -> None:
+        offset = rng.uniform(-self.reset_noise, self.reset_noise, 3)
+        backend.move_to(np.asarray(self.reset_pos) + offset, down_quat(0.0), 0.0)
+        if backend.is_simulated:
+            xy = np.asarray(self.reset_pos[:2]) + rng.uniform(-1, 1, 2) * self.cube_region
+            yaw = rng.uniform(-0.25, 0.25)
+            quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+            backend.place_object("cube", np.array([*xy, TABLE_Z + CUBE_HALF]), quat)
