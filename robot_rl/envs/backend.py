@@ -13,6 +13,8 @@ Arm readings:
 Arm commands:
     ``tcp_pos`` (3), ``tcp_quat`` (4): the impedance controller's target pose;
     ``gripper`` (1): 0 open .. 1 closed.
+    An entry left out keeps its last commanded value (as the real drivers do): a task's
+    "stay" gripper action sends no ``gripper`` entry, and no ``tcp_quat`` keeps the orientation.
 Car readings:
     ``pose`` (3: x, y, yaw from odometry), ``velocity`` (3: forward m/s, lateral m/s, yaw rate),
     ``imu_accel`` (3) m/s^2, ``imu_gyro`` (3) rad/s, ``collision`` (1: 1.0 while touching a wall),
