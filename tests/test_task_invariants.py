@@ -97,3 +97,24 @@ def test_cameras_render_images_of_the_requested_size(task_name):
         images = np.stack([obs[camera] for obs in observations])
         assert images.shape[1:] == (32, 32, 3)
         assert images.std() > 1.0, f"{camera} renders a constant image"
+
+
+@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert"])
+def test_finishing_pays_more_than_lingering(task_name):
+    """Dense shaping of a task that ends on success: every step before success costs."""
+    from robot_rl.sim import make_expert
+
+    env = make_twin_env(make_task(task_name))
+    expert = make_expert(env.task)
+    env.reset(seed=0)
+    expert.reset(np.random.default_rng(0))
+    rewards = []
+    while True:
+        _, reward, terminated, truncated, info = env.step(expert.act(env.reading))
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+    env.close()
+    assert info["success"] and terminated
+    assert rewards[-1] == 0.0
+    assert all(-1.0 <= r < 0.0 for r in rewards[:-1])

@@ -24,6 +24,7 @@ class Task(abc.ABC):
 
     name = "task"
     robot = "arm"  # which backend kind drives it: "arm" or "car"
+    ends_on_success = True  # success is a real termination (no bootstrap past it)
 
     cameras: tuple[str, ...] = ()
     """Camera observations to use (empty: state only)."""
@@ -73,7 +74,8 @@ class Task(abc.ABC):
         command and the normalised action that was actually applied (what replay stores)."""
 
     @abc.abstractmethod
-    def dense_reward(self, reading: Reading) -> float: ...
+    def dense_reward(self, reading: Reading) -> float:
+        """Shaped progress; for tasks that end on success, in [0, 1] (1 = done)."""
 
     @abc.abstractmethod
     def success(self, reading: Reading) -> bool: ...
@@ -85,10 +87,22 @@ class Task(abc.ABC):
     def reward(self, reading: Reading) -> float:
         if self.reward_type == "sparse":
             return float(self.success(reading))
-        return self.dense_reward(reading)
+        if not self.ends_on_success:
+            return self.dense_reward(reading)
+        # An episode that ends on success must not pay more for lingering near the goal than for
+        # reaching it, or the agent learns to hover: the shaped progress becomes a cost in
+        # [-1, 0] that stops at success, and a real failure costs the most the rest of the
+        # episode could have cost.
+        if self.success(reading):
+            return 0.0
+        if self.failure(reading):
+            return -float(self.max_episode_steps)
+        return float(np.clip(self.dense_reward(reading), 0.0, 1.0)) - 1.0
 
     def terminated(self, reading: Reading) -> bool:
-        return self.success(reading) or self.failure(reading)
+        if self.failure(reading):
+            return True
+        return self.ends_on_success and self.success(reading)
 
     def info(self, reading: Reading) -> dict:
         """Extra per-step figures for logging."""
