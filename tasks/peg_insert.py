@@ -70,15 +70,17 @@ class PegInsertTask(Task):
         return offset, yaw
 
     def observe(self, reading: Reading) -> dict[str, np.ndarray]:
+        # Scaled so that entries move over about [-1, 1]: networks learn poorly from inputs
+        # that vary by millimetres around a constant.
         parts = [
-            reading["tcp_pos"],
-            reading["tcp_vel"][:3],
+            (reading["tcp_pos"] - np.asarray(self.reset_pos)) * 10.0,  # 1 unit = 10 cm
+            reading["tcp_vel"][:3] * 5.0,  # 1 unit = 0.2 m/s
             [yaw_of(reading["tcp_quat"])],
             reading["wrench"][:3] / 10.0,
         ]
         if self.privileged_state:
             offset, yaw = self._relative_hole(reading)
-            parts += [offset, [yaw]]
+            parts += [offset * 20.0, [yaw]]  # 1 unit = 5 cm
         obs = {"state": np.concatenate(parts).astype(np.float32)}
         for camera in self.cameras:
             obs[camera] = np.array(reading[f"image/{camera}"], np.uint8)

@@ -4,8 +4,9 @@ Action (normalised, [-1, 1]^4): TCP position delta xyz (x ``step_size`` m per st
 gripper in the last dim (> 0.5 close, < -0.5 open, otherwise keep: the hybrid-gripper agent's
 {-1, 0, +1}). The tool stays pointing down at a fixed heading.
 
-State (float32, 10): ``tcp_pos`` (3, m), ``tcp_vel`` linear (3, m/s), ``gripper_pos`` (1,
-0 open .. 1 closed), cube position minus TCP position (3, m). The last three are privileged:
+State (float32, 10): ``tcp_pos`` relative to the reset pose (3, in 10 cm), ``tcp_vel`` linear
+(3, in 0.2 m/s), ``gripper_pos`` (1, 0 open .. 1 closed), cube position minus TCP position (3,
+in 10 cm). The last three are privileged:
 they exist on the twin only (research, state-only training); a real-robot run uses cameras
 and drops them with ``privileged_state=False``.
 """
@@ -23,6 +24,8 @@ from robot_rl.tasks._arm import down_quat, position_step
 
 TABLE_Z = 0.0
 CUBE_HALF = 0.025
+POSITION_SCALE = 10.0  # 1 unit = 10 cm
+VELOCITY_SCALE = 5.0  # 1 unit = 0.2 m/s, the largest commanded speed
 LIFT_HEIGHT = 0.06
 """Success: the cube's bottom at least this far above the table, held by the gripper."""
 
@@ -55,9 +58,15 @@ class PickCubeTask(Task):
         return gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 
     def observe(self, reading: Reading) -> dict[str, np.ndarray]:
-        parts = [reading["tcp_pos"], reading["tcp_vel"][:3], reading["gripper_pos"]]
+        # Scaled so that every entry moves over about [-1, 1] within the safety box: networks
+        # learn poorly from inputs that vary by centimetres around a constant.
+        parts = [
+            (reading["tcp_pos"] - np.asarray(self.reset_pos)) * POSITION_SCALE,
+            reading["tcp_vel"][:3] * VELOCITY_SCALE,
+            reading["gripper_pos"],
+        ]
         if self.privileged_state:
-            parts.append(reading["object/cube_pos"] - reading["tcp_pos"])
+            parts.append((reading["object/cube_pos"] - reading["tcp_pos"]) * POSITION_SCALE)
         obs = {"state": np.concatenate(parts).astype(np.float32)}
         for camera in self.cameras:
             obs[camera] = np.array(reading[f"image/{camera}"], np.uint8)
