@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from robot_rl.agents.config import AgentConfig
 from robot_rl.runtime.train_loop import TrainConfig, train
 
 PENDULUM_TARGET_RETURN = -300.0
@@ -18,7 +19,9 @@ def test_sac_swings_up_pendulum_within_budget(tmp_path):
         seed=0,
         total_steps=STEP_BUDGET,
         start_steps=1_000,
+        utd_ratio=1,
         update_every=2,
+        agent=AgentConfig(num_critics=2, critic_subsample=2),
         eval_every=1_000,
         eval_episodes=5,
         checkpoint_every=STEP_BUDGET,

@@ -61,9 +61,9 @@ class TrainConfig:
     """Uniformly random actions before the policy acts and updates begin; default: recipe."""
     batch_size: int = 256
     """Transitions per critic minibatch."""
-    utd_ratio: int = 1
+    utd_ratio: int = 2
     """Critic updates per environment step (update-to-data ratio)."""
-    update_every: int = 1
+    update_every: int = 2
     """Environment steps between update calls; each call runs utd_ratio * update_every critic
     updates in one compiled scan, so the ratio holds while dispatch overhead shrinks."""
     replay_capacity: int = 200_000
@@ -85,9 +85,12 @@ class TrainConfig:
     stop_at_success: float | None = None
     """Stop early once an evaluation's success rate reaches this value."""
     agent: AgentConfig = field(
-        default_factory=lambda: AgentConfig(num_critics=2, critic_subsample=2)
+        default_factory=lambda: AgentConfig(
+            num_critics=10, critic_subsample=2, init_temperature=0.01
+        )
     )
-    """The agent (SAC; RLPD is num_critics=10, critic_subsample=2)."""
+    """The agent: RLPD's ensemble (10 critics, min over 2) with SERL's initial temperature 0.01,
+    which suits rewards of about 1 per step."""
 
     def validate(self) -> None:
         for name in ("total_steps", "demos", "start_steps"):
