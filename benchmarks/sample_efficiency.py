@@ -16,6 +16,7 @@ import tempfile
 import time
 
 import numpy as np
+from rich.console import Console
 
 from robot_rl.runtime.recipes import task_recipe
 from robot_rl.runtime.train_loop import TrainConfig, train
@@ -43,7 +44,7 @@ def main(argv=None) -> int:
             with tempfile.TemporaryDirectory() as run_dir:
                 cfg.run_dir = run_dir
                 t0 = time.perf_counter()
-                summary = train(cfg)
+                summary = train(cfg, console=Console(stderr=True))
                 seconds = time.perf_counter() - t0
             final = summary["final_eval"]
             hit = final["success_rate"] >= args.target

@@ -210,8 +210,10 @@ class ArmTwin:
             "joint_pos": d.qpos[self._arm_qpos].copy(),
             "joint_vel": d.qvel[self._arm_dofs].copy(),
             "wrench": np.concatenate(
-                [d.sensordata[self._force_adr : self._force_adr + 3],
-                 d.sensordata[self._torque_adr : self._torque_adr + 3]]
+                [
+                    d.sensordata[self._force_adr : self._force_adr + 3],
+                    d.sensordata[self._torque_adr : self._torque_adr + 3],
+                ]
             ),
         }
         for name in self.scene.free_objects + self.scene.mocap_objects:
@@ -247,8 +249,10 @@ class ArmTwin:
             mujoco.mj_kinematics(m, d)
             mujoco.mj_comPos(m, d)
             error = np.concatenate(
-                [pos - d.site_xpos[self._tcp],
-                 rotation_error(d.site_xmat[self._tcp].reshape(3, 3), rot)]
+                [
+                    pos - d.site_xpos[self._tcp],
+                    rotation_error(d.site_xmat[self._tcp].reshape(3, 3), rot),
+                ]
             )
             if np.linalg.norm(error) < 1e-5:
                 break

@@ -38,8 +38,14 @@ def test_resnet10_trunk_shape_and_variables(size, expected):
     images = _images(size)
     variables = trunk.init(jax.random.key(0), images)
     assert set(variables) == {"params", "batch_stats"}
-    assert set(variables["params"]) == {"conv1", "bn1", "layer1_0", "layer2_0", "layer3_0",
-                                        "layer4_0"}
+    assert set(variables["params"]) == {
+        "conv1",
+        "bn1",
+        "layer1_0",
+        "layer2_0",
+        "layer3_0",
+        "layer4_0",
+    }
     assert "downsample_conv" not in variables["params"]["layer1_0"]
     assert variables["params"]["layer2_0"]["downsample_conv"]["kernel"].shape == (1, 1, 64, 128)
     features = trunk.apply(variables, images)  # no mutable batch_stats: running averages only

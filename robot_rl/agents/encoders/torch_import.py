@@ -44,11 +44,16 @@ def _conv_spec(torch_module: str, flax_path: tuple[str, ...], shape) -> TensorSp
 
 
 def _bn_specs(torch_module: str, flax_path: tuple[str, ...], width: int) -> list[TensorSpec]:
-    pairs = (("weight", "params", "scale"), ("bias", "params", "bias"),
-             ("running_mean", "batch_stats", "mean"), ("running_var", "batch_stats", "var"))
+    pairs = (
+        ("weight", "params", "scale"),
+        ("bias", "params", "bias"),
+        ("running_mean", "batch_stats", "mean"),
+        ("running_var", "batch_stats", "var"),
+    )
     return [
-        TensorSpec(f"{torch_module}.{torch_leaf}", (width,), collection, (*flax_path, flax_leaf),
-                   False)
+        TensorSpec(
+            f"{torch_module}.{torch_leaf}", (width,), collection, (*flax_path, flax_leaf), False
+        )
         for torch_leaf, collection, flax_leaf in pairs
     ]
 
@@ -65,8 +70,11 @@ def resnet10_tensor_specs() -> list[TensorSpec]:
         specs.append(_conv_spec(f"{block}.conv2", (flax_name, "conv2"), (width, width, 3, 3)))
         specs += _bn_specs(f"{block}.bn2", (flax_name, "bn2"), width)
         if stride != 1 or in_width != width:
-            specs.append(_conv_spec(f"{block}.downsample.0", (flax_name, "downsample_conv"),
-                                    (width, in_width, 1, 1)))
+            specs.append(
+                _conv_spec(
+                    f"{block}.downsample.0", (flax_name, "downsample_conv"), (width, in_width, 1, 1)
+                )
+            )
             specs += _bn_specs(f"{block}.downsample.1", (flax_name, "downsample_bn"), width)
         in_width = width
     return specs
@@ -161,12 +169,13 @@ def _select_encoder(state: dict[str, Any], prefix: str | None, where: str) -> tu
         prefix = _detect_prefix(list(state), where)
     elif prefix and not prefix.endswith("."):
         prefix += "."
-    selected = {n[len(prefix):]: v for n, v in state.items() if n.startswith(prefix)}
+    selected = {n[len(prefix) :]: v for n, v in state.items() if n.startswith(prefix)}
     if not selected:
         examples = ", ".join(list(state)[:3])
         raise WeightImportError(f"no tensor in {where} starts with {prefix!r} (found {examples})")
     selected = {
-        n: v for n, v in selected.items()
+        n: v
+        for n, v in selected.items()
         if not n.startswith("fc.") and not n.endswith("num_batches_tracked")
     }
     return selected, prefix

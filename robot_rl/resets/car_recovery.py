@@ -1,0 +1,146 @@
+"""Crash and stuck detection and the autonomous recovery of the car (FastRLAP-style).
+
+Only readings in, commands out: nothing here imports MuJoCo or ROS 2, so the real car runs the
+very same logic as the twin. A crash is a wall collision or a flip; the car is stuck when it is
+told to go forward but has not moved for about a second (wedged against something the bumper does
+not report). Recovery backs up with a random steering angle for a random 1-1.5 s, then drives
+slowly towards the current checkpoint, so that practice goes on without a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robot_rl.envs.backend import CarBackend, Command, Reading
+
+
+def crashed(reading: Reading) -> bool:
+    return bool(reading["collision"][0] > 0.5 or reading["flipped"][0] > 0.5)
+
+
+def command(speed: float, steering: float) -> Command:
+    return {"speed": np.array([speed]), "steering": np.array([steering])}
+
+
+def steering_towards(reading: Reading, target_xy: np.ndarray, max_steering: float) -> float:
+    """A proportional heading controller: steer at the target (bearing in the car frame)."""
+    x, y, yaw = reading["pose"]
+    bearing = np.arctan2(target_xy[1] - y, target_xy[0] - x) - yaw
+    bearing = np.angle(np.exp(1j * bearing))
+    return float(np.clip(1.5 * bearing, -max_steering, max_steering))
+
+
+@dataclass
+class StuckDetector:
+    """Fires after ``stuck_seconds`` of commanded forward speed without forward motion."""
+
+    control_hz: float
+    stuck_seconds: float = 1.0
+    min_speed: float = 0.1
+    """Measured forward speed (m/s) below which the car counts as not moving."""
+    min_command: float = 0.3
+    """Commanded speed (m/s) above which the car is trying to move."""
+    _count: int = field(default=0, init=False)
+
+    def reset(self) -> None:
+        self._count = 0
+
+    def update(self, reading: Reading, commanded_speed: float) -> bool:
+        trying = commanded_speed > self.min_command
+        moving = reading["velocity"][0] > self.min_speed
+        self._count = self._count + 1 if trying and not moving else 0
+        return self._count >= round(self.stuck_seconds * self.control_hz)
+
+
+@dataclass
+class CarRecovery:
+    """The recovery manoeuvre as a little state machine: ``command(reading, target)`` gives the
+    next command, or None when the car is free and pointed onwards."""
+
+    control_hz: float
+    rng: np.random.Generator
+    reverse_speed: float = -1.0
+    backup_seconds: tuple[float, float] = (1.0, 1.5)
+    resume_speed: float = 0.8
+    resume_seconds: tuple[float, float] = (0.3, 0.8)
+    max_steering: float = 0.5
+    _phase: str = field(default="done", init=False)
+    _steps_left: int = field(default=0, init=False)
+    _backup_steering: float = field(default=0.0, init=False)
+
+    def start(self, back_up: bool) -> None:
+        """Begin a recovery: back up first after a crash or when stuck, else only resume."""
+        self._backup_steering = float(self.rng.uniform(-self.max_steering, self.max_steering))
+        if back_up:
+            self._enter("backup", self.backup_seconds)
+        else:
+            self._enter("resume", self.resume_seconds)
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    def command(self, reading: Reading, target_xy: np.ndarray) -> Command | None:
+        if self._phase == "done":
+            return None
+        if self._steps_left <= 0:
+            if self._phase == "backup":
+                self._enter("resume", self.resume_seconds)
+            else:
+                self._phase = "done"
+                return None
+        self._steps_left -= 1
+        if self._phase == "backup":
+            return command(self.reverse_speed, self._backup_steering)
+        return command(self.resume_speed, steering_towards(reading, target_xy, self.max_steering))
+
+    def _enter(self, phase: str, seconds: tuple[float, float]) -> None:
+        self._phase = phase
+        self._steps_left = max(1, round(self.rng.uniform(*seconds) * self.control_hz))
+
+
+def right_if_flipped(backend: CarBackend, reading: Reading) -> Reading:
+    """A flipped car cannot drive out of it. The twin puts it back on its wheels where it lies;
+    the real car needs a person to right it, so there we wait (the driver holds it stopped)."""
+    if reading["flipped"][0] < 0.5:
+        return reading
+    if backend.is_simulated:
+        x, y, yaw = reading["pose"]
+        backend.place_car(float(x), float(y), float(yaw))
+    else:
+        while reading["flipped"][0] > 0.5:
+            backend.send(command(0.0, 0.0))
+            backend.advance()
+            reading = backend.read()
+    return backend.read()
+
+
+def recover(
+    backend: CarBackend,
+    target: Callable[[Reading], np.ndarray],
+    rng: np.random.Generator,
+    back_up: bool,
+    max_attempts: int = 3,
+) -> dict:
+    """Run the recovery on a backend until the car is clear of walls and rolling onwards.
+
+    ``target(reading)`` is the point to resume towards (the task's current checkpoint; asked
+    every step because the car may pass it while recovering). Backs up again (up to
+    ``max_attempts`` times) if the car ends in contact with a wall. Returns what happened.
+    """
+    recovery = CarRecovery(backend.control_hz, rng)
+    reading = right_if_flipped(backend, backend.read())
+    attempts = 0
+    for attempts in range(1, max_attempts + 1):  # noqa: B007  (reported below)
+        recovery.start(back_up=back_up or crashed(reading))
+        while (cmd := recovery.command(reading, target(reading))) is not None:
+            backend.send(cmd)
+            backend.advance()
+            reading = right_if_flipped(backend, backend.read())
+        if not crashed(reading):
+            break
+        back_up = True
+    return {"attempts": attempts, "clear": not crashed(reading)}

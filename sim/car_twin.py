@@ -1,0 +1,159 @@
+"""The car's MuJoCo twin: a CarBackend over ``models/car.xml`` (RC car in a walled track).
+
+It speaks the readings and commands of ``robot_rl.envs.backend`` so that a task cannot tell it
+from the real car, except that its odometry is exact (a real car's drifts) and it can
+``place_car``. The policy-rate command is turned into actuation here: steering becomes per-wheel
+Ackermann angles for the steering servos, speed becomes the set-point of the wheel velocity servo
+(an open differential, see the tendon in the XML) whose torque limit bounds the acceleration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from robot_rl.envs.backend import Command, Reading
+
+MODEL_XML = Path(__file__).parent / "models" / "car.xml"
+
+MAX_SPEED = 5.0
+"""Hard speed limit in m/s (the real car's ESC limit plays this role)."""
+MAX_STEERING = 0.5
+"""Hard steering limit in rad (the virtual centre wheel of the bicycle model)."""
+WHEEL_RADIUS = 0.05
+WHEELBASE = 0.26
+TRACK_WIDTH = 0.2
+FLIP_UP_Z = 0.3
+"""The car counts as flipped when its up-axis has a world z below this (~73 degrees of tilt)."""
+REST_HEIGHT = 0.06
+"""Chassis origin height with the wheels on the floor."""
+
+
+def ackermann_angles(steering: float) -> tuple[float, float]:
+    """Left and right wheel angles for a bicycle-model steering angle: the inner wheel turns
+    more, so that both wheels roll around the same centre."""
+    if abs(steering) < 1e-6:
+        return steering, steering
+    turn_radius = WHEELBASE / np.tan(steering)  # signed: > 0 for a left turn
+    left = np.arctan(WHEELBASE / (turn_radius - TRACK_WIDTH / 2))
+    right = np.arctan(WHEELBASE / (turn_radius + TRACK_WIDTH / 2))
+    return float(left), float(right)
+
+
+class CarTwin:
+    """In-process twin of the RC car; ``advance()`` integrates one control period."""
+
+    is_simulated = True
+    camera_names = ("front",)
+
+    def __init__(
+        self,
+        cameras: tuple[str, ...] = (),
+        image_size: int = 64,
+        control_hz: float = 10.0,
+        seed: int | None = None,
+    ):
+        unknown = set(cameras) - set(self.camera_names)
+        if unknown:
+            raise ValueError(f"unknown car cameras {sorted(unknown)}; have {self.camera_names}")
+        self.model = mujoco.MjModel.from_xml_path(str(MODEL_XML))
+        self.data = mujoco.MjData(self.model)
+        self.control_hz = float(control_hz)
+        self._substeps = max(1, round(1.0 / (self.control_hz * self.model.opt.timestep)))
+        self.cameras = tuple(cameras)
+        self.image_size = int(image_size)
+        # The twin itself is deterministic; the seed is accepted for the factory's signature.
+        self.seed = seed
+        model = self.model
+        self._drive = model.actuator("drive").id
+        self._steer = (model.actuator("steer_fl").id, model.actuator("steer_fr").id)
+        self._sensor = {
+            name: slice(
+                model.sensor_adr[model.sensor(name).id], model.sensor_adr[model.sensor(name).id] + 3
+            )
+            for name in ("imu_accel", "imu_gyro", "velocity")
+        }
+        wall = np.array([model.geom(i).name.startswith("wall") for i in range(model.ngeom)])
+        self._is_wall = wall
+        self._collided = False
+        self._renderer = None
+        if self.cameras:
+            self._renderer = mujoco.Renderer(model, self.image_size, self.image_size)
+        mujoco.mj_forward(model, self.data)
+
+    # -- backend protocol -----------------------------------------------------------------
+    def read(self) -> Reading:
+        d = self.data
+        w, x, y, z = d.qpos[3:7]
+        yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        up_z = 1 - 2 * (x * x + y * y)
+        sensors = d.sensordata
+        velocity = sensors[self._sensor["velocity"]]
+        gyro = sensors[self._sensor["imu_gyro"]]
+        reading = {
+            "pose": np.array([d.qpos[0], d.qpos[1], yaw]),
+            "velocity": np.array([velocity[0], velocity[1], gyro[2]]),
+            "imu_accel": sensors[self._sensor["imu_accel"]].copy(),
+            "imu_gyro": gyro.copy(),
+            "collision": np.array([float(self._collided or self._touching_wall())]),
+            "flipped": np.array([float(up_z < FLIP_UP_Z)]),
+        }
+        if self._renderer is not None:
+            for camera in self.cameras:
+                self._renderer.update_scene(d, camera=camera)
+                reading[f"image/{camera}"] = self._renderer.render()
+        return reading
+
+    def send(self, command: Command) -> None:
+        speed = float(np.asarray(command["speed"], np.float64).reshape(-1)[0])
+        steering = float(np.asarray(command["steering"], np.float64).reshape(-1)[0])
+        if not (np.isfinite(speed) and np.isfinite(steering)):
+            raise ValueError(f"non-finite car command refused: {command}")
+        speed = float(np.clip(speed, -MAX_SPEED, MAX_SPEED))
+        steering = float(np.clip(steering, -MAX_STEERING, MAX_STEERING))
+        self.data.ctrl[self._drive] = speed / WHEEL_RADIUS
+        left, right = ackermann_angles(steering)
+        self.data.ctrl[self._steer[0]] = left
+        self.data.ctrl[self._steer[1]] = right
+
+    def advance(self) -> None:
+        # Contacts are checked every physics step: at 4 m/s the car can hit a wall and bounce
+        # off within one control period, and that must still count as a collision.
+        collided = False
+        for _ in range(self._substeps):
+            mujoco.mj_step(self.model, self.data)
+            collided = collided or self._touching_wall()
+        self._collided = collided
+
+    def place_car(self, x: float, y: float, yaw: float) -> None:
+        d = self.data
+        d.qpos[:] = self.model.qpos0
+        d.qpos[:3] = (x, y, REST_HEIGHT)
+        d.qpos[3:7] = (np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2))
+        d.qvel[:] = 0.0
+        d.ctrl[:] = 0.0
+        d.act[:] = 0.0
+        mujoco.mj_forward(self.model, d)
+        self._collided = False
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+    # -- helpers --------------------------------------------------------------------------
+    def _touching_wall(self) -> bool:
+        d = self.data
+        return d.ncon > 0 and bool(self._is_wall[d.contact.geom[: d.ncon]].any())
+
+
+def make_car_twin(task, seed: int | None = None) -> CarTwin:
+    """The twin for a car task: its cameras at its image size, advancing at its control rate."""
+    return CarTwin(
+        cameras=tuple(task.cameras),
+        image_size=task.image_size,
+        control_hz=task.control_hz,
+        seed=seed,
+    )
