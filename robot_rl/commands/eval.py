@@ -87,6 +87,15 @@ def run(config: EvalConfig) -> int:
             f"episode length {result.length_mean:.1f} steps"
             + (f" = {out['cycle_time_s']:.1f} s" if control_hz else "")
         )
+        if result.failure_rate:
+            console.print(
+                f"episodes ending in failure (crash, dropped object): {result.failure_rate:.0%}"
+            )
+        if result.final_info:
+            console.print(
+                "at episode end: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result.final_info.items()))
+            )
         if recorder:
             console.print(f"video: {out['video']}")
     return 0

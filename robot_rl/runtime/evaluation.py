@@ -30,6 +30,10 @@ class EvalResult:
     success_ci_low: float
     success_ci_high: float
     length_mean: float
+    failure_rate: float = 0.0
+    """Share of episodes that ended in a real failure (terminated without success)."""
+    final_info: dict | None = None
+    """Means over episodes of the numeric info entries at the last step (e.g. laps)."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -47,7 +51,8 @@ def evaluate(
     on_frame: Callable[[gym.Env], None] | None = None,
 ) -> EvalResult:
     """Run ``episodes`` episodes of ``policy`` (observation -> action) from seeded resets."""
-    returns, lengths, successes = [], [], 0
+    returns, lengths, successes, failures = [], [], 0, 0
+    finals: dict[str, list[float]] = {}
     for episode in range(episodes):
         obs, info = env.reset(seed=seed + episode)
         total, length, success = 0.0, 0, False
@@ -60,6 +65,10 @@ def evaluate(
             success = success or episode_success(info)
             if terminated or truncated:
                 break
+        failures += int(terminated and not episode_success(info))
+        for key, value in info.items():
+            if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+                finals.setdefault(key, []).append(float(value))
         returns.append(total)
         lengths.append(length)
         successes += int(success)
@@ -72,4 +81,6 @@ def evaluate(
         success_ci_low=low,
         success_ci_high=high,
         length_mean=float(np.mean(lengths)),
+        failure_rate=failures / episodes,
+        final_info={k: float(np.mean(v)) for k, v in finals.items()} or None,
     )
