@@ -198,7 +198,7 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         )
 
     obs, _ = env.reset(seed=cfg.seed + start_step)
-    episode_return, episode_length = 0.0, 0
+    episode_return, episode_length, episode_succeeded = 0.0, 0, False
     updates, update_time, last_eval = 0, 0.0, None
     recent_success: list[float] = []
     loop_start, last_log_step = time.perf_counter(), start_step
@@ -213,19 +213,21 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         obs = next_obs
         episode_return += reward
         episode_length += 1
+        # Success may come before the last step (a lap mid-episode), so it is kept per episode.
+        episode_succeeded = episode_succeeded or episode_success(info)
         if terminated or truncated:
             episodes += 1
-            recent_success.append(float(episode_success(info)))
+            recent_success.append(float(episode_succeeded))
             logger.scalars(
                 step + 1,
                 {
                     "charts/episode_return": episode_return,
                     "charts/episode_length": episode_length,
-                    "charts/success": float(episode_success(info)),
+                    "charts/success": float(episode_succeeded),
                 },
             )
             obs, _ = env.reset()
-            episode_return, episode_length = 0.0, 0
+            episode_return, episode_length, episode_succeeded = 0.0, 0, False
 
         if step + 1 >= cfg.start_steps and (step + 1) % cfg.update_every == 0:
             n = cfg.utd_ratio * cfg.update_every
