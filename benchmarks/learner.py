@@ -120,6 +120,8 @@ def resnet_configs(calls: int, batch_size: int, size: int) -> list[dict]:
         obs = {k: v[i] for k, v in frames.items()}
         nxt = {k: v[i + 1] for k, v in frames.items()}
         replay.add(obs, rng.uniform(-1, 1, 4).astype(np.float32), 0.0, False, False, nxt)
+    # The first cache compiles the trunk for its chunk sizes; the second one is timed.
+    EmbeddingCache(replay, agent.nets.image_keys, agent.embed_frames, num_views=4).refresh()
     cache = EmbeddingCache(replay, agent.nets.image_keys, agent.embed_frames, num_views=4)
     t0 = time.perf_counter()
     embedded = cache.refresh()
@@ -134,7 +136,7 @@ def resnet_configs(calls: int, batch_size: int, size: int) -> list[dict]:
     cached["embed_ms_per_frame_all_views"] = round(embed_s / max(embedded, 1) * 1e3, 3)
     cached["cache_views"] = 4
     cached["speedup_vs_uncached"] = round(cached["updates_per_s"] / uncached["updates_per_s"], 1)
-    if size == 64:
+    if size == 64 and batch_size == 64:  # SERL's figure: two 64x64 cameras, batch 64
         for line in (cached, uncached):
             line["serl_reference_updates_per_s"] = SERL_REFERENCE["resnet10_frozen"]
             line["ratio_vs_serl"] = round(
