@@ -17,6 +17,5 @@ def run(config: TrainConfig) -> int:
         console.print(f"[red]error:[/] {err}")
         return 2
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: the newest checkpoint is kept; --resume continues")
         return 130
     return 0 if summary.get("final_eval") is not None else 1

@@ -202,69 +202,83 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     updates, update_time, last_eval = 0, 0.0, None
     recent_success: list[float] = []
     loop_start, last_log_step = time.perf_counter(), start_step
-    for step in range(start_step, cfg.total_steps):
-        if step < cfg.start_steps:
-            action = env.action_space.sample()
-        else:
-            action, agent = agent.sample_actions(obs)
-        action = np.clip(action, -1.0, 1.0).astype(np.float32)
-        next_obs, reward, terminated, truncated, info = env.step(action)
-        replay.add(obs, applied_action(info, action), reward, terminated, truncated, next_obs)
-        obs = next_obs
-        episode_return += reward
-        episode_length += 1
-        # Success may come before the last step (a lap mid-episode), so it is kept per episode.
-        episode_succeeded = episode_succeeded or episode_success(info)
-        if terminated or truncated:
-            episodes += 1
-            recent_success.append(float(episode_succeeded))
-            logger.scalars(
-                step + 1,
-                {
-                    "charts/episode_return": episode_return,
-                    "charts/episode_length": episode_length,
-                    "charts/success": float(episode_succeeded),
-                },
-            )
-            obs, _ = env.reset()
-            episode_return, episode_length, episode_succeeded = 0.0, 0, False
+    stored_steps = start_step  # steps whose transition is in the replay
+    try:
+        for step in range(start_step, cfg.total_steps):
+            if step < cfg.start_steps:
+                action = env.action_space.sample()
+            else:
+                action, agent = agent.sample_actions(obs)
+            action = np.clip(action, -1.0, 1.0).astype(np.float32)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            replay.add(obs, applied_action(info, action), reward, terminated, truncated, next_obs)
+            stored_steps = step + 1
+            obs = next_obs
+            episode_return += reward
+            episode_length += 1
+            # Success may come before the last step (a lap mid-episode), so it is kept per episode.
+            episode_succeeded = episode_succeeded or episode_success(info)
+            if terminated or truncated:
+                episodes += 1
+                recent_success.append(float(episode_succeeded))
+                logger.scalars(
+                    step + 1,
+                    {
+                        "charts/episode_return": episode_return,
+                        "charts/episode_length": episode_length,
+                        "charts/success": float(episode_succeeded),
+                    },
+                )
+                obs, _ = env.reset()
+                episode_return, episode_length, episode_succeeded = 0.0, 0, False
 
-        if step + 1 >= cfg.start_steps and (step + 1) % cfg.update_every == 0:
-            n = cfg.utd_ratio * cfg.update_every
-            t0 = time.perf_counter()
-            batch = sampler.sample(rng, cfg.batch_size, num_minibatches=n)
-            agent, update_info = agent.update(batch, utd_ratio=n)
-            updates += n
-            update_time += time.perf_counter() - t0
+            if step + 1 >= cfg.start_steps and (step + 1) % cfg.update_every == 0:
+                n = cfg.utd_ratio * cfg.update_every
+                t0 = time.perf_counter()
+                batch = sampler.sample(rng, cfg.batch_size, num_minibatches=n)
+                agent, update_info = agent.update(batch, utd_ratio=n)
+                updates += n
+                update_time += time.perf_counter() - t0
+                if (step + 1) % cfg.log_every == 0:
+                    logger.scalars(step + 1, {k: float(v) for k, v in update_info.items()})
+
+            done = step + 1 == cfg.total_steps
+            if (step + 1) % cfg.eval_every == 0 or done:
+                result = evaluate(
+                    agent.eval_actions, eval_env, cfg.eval_episodes, seed=cfg.seed + 1
+                )
+                last_eval = {"step": step + 1, **result.as_dict()}
+                logger.evaluation(step + 1, result.as_dict())
+                console.print(
+                    f"  eval @ {step + 1}: return {result.return_mean:.1f}"
+                    f" +- {result.return_std:.1f}, success {result.success_rate:.0%}"
+                )
             if (step + 1) % cfg.log_every == 0:
-                logger.scalars(step + 1, {k: float(v) for k, v in update_info.items()})
-
-        done = step + 1 == cfg.total_steps
-        if (step + 1) % cfg.eval_every == 0 or done:
-            result = evaluate(agent.eval_actions, eval_env, cfg.eval_episodes, seed=cfg.seed + 1)
-            last_eval = {"step": step + 1, **result.as_dict()}
-            logger.evaluation(step + 1, result.as_dict())
-            console.print(
-                f"  eval @ {step + 1}: return {result.return_mean:.1f} +- {result.return_std:.1f}"
-                f", success {result.success_rate:.0%}"
-            )
-        if (step + 1) % cfg.log_every == 0:
-            elapsed = time.perf_counter() - loop_start
-            ups = updates / update_time if update_time else 0.0
-            console.print(
-                f"step {step + 1}/{cfg.total_steps} | episodes {episodes} | "
-                f"train success (last 20) {np.mean(recent_success[-20:] or [0]):.0%} | "
-                f"{(step + 1 - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
-                f"{ups:.0f} updates/s"
-            )
-            loop_start, last_log_step = time.perf_counter(), step + 1
-        if (step + 1) % cfg.checkpoint_every == 0 or done:
-            checkpoint_now(step + 1)
-        if last_eval is not None and last_eval["step"] == step + 1 and reached(cfg, last_eval):
-            console.print("reached the stop criterion: stopping early")
-            if not done and (step + 1) % cfg.checkpoint_every:
+                elapsed = time.perf_counter() - loop_start
+                ups = updates / update_time if update_time else 0.0
+                console.print(
+                    f"step {step + 1}/{cfg.total_steps} | episodes {episodes} | "
+                    f"train success (last 20) {np.mean(recent_success[-20:] or [0]):.0%} | "
+                    f"{(step + 1 - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
+                    f"{ups:.0f} updates/s"
+                )
+                loop_start, last_log_step = time.perf_counter(), step + 1
+            if (step + 1) % cfg.checkpoint_every == 0 or done:
                 checkpoint_now(step + 1)
-            break
+            if last_eval is not None and last_eval["step"] == step + 1 and reached(cfg, last_eval):
+                console.print("reached the stop criterion: stopping early")
+                if not done and (step + 1) % cfg.checkpoint_every:
+                    checkpoint_now(step + 1)
+                break
+    except KeyboardInterrupt:
+        # Keep what this run learned: the agent and every stored transition up to this step.
+        checkpoint_now(stored_steps)
+        console.print(
+            f"[yellow]interrupted[/] at step {stored_steps}: checkpoint written, --resume goes on"
+        )
+        env.close()
+        eval_env.close()
+        raise
 
     summary = {"run_dir": str(run_dir), "episodes": episodes, "final_eval": last_eval}
     logger.finish(summary)
