@@ -15,6 +15,7 @@ import mujoco
 import numpy as np
 
 from robot_rl.envs.backend import Command, Reading
+from robot_rl.sim.rendering import FrameRenderer, overview_camera
 
 MODEL_XML = Path(__file__).parent / "models" / "car.xml"
 
@@ -79,6 +80,8 @@ class CarTwin:
         self._is_wall = wall
         self._collided = False
         self._renderer = None
+        # Videos look down on the whole track from above its centre.
+        self._video = FrameRenderer(model, overview_camera((0.0, 0.0, 0.0), 11.0, -70.0))
         if self.cameras:
             self._renderer = mujoco.Renderer(model, self.image_size, self.image_size)
         mujoco.mj_forward(model, self.data)
@@ -138,7 +141,12 @@ class CarTwin:
         mujoco.mj_forward(self.model, d)
         self._collided = False
 
+    def render_frame(self, size: int = 256) -> np.ndarray:
+        """A video frame of the whole track from above (evaluation videos)."""
+        return self._video.render(self.data, size)
+
     def close(self) -> None:
+        self._video.close()
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
