@@ -2,6 +2,7 @@
 
 import jax
 import numpy as np
+import pytest
 from agent_fixtures import action_space, pixel_space, random_batch
 
 from robot_rl.agents.config import AgentConfig
@@ -18,7 +19,7 @@ def changed(a, b) -> bool:
 
 
 def test_conv_encoder_with_drq_trains_end_to_end():
-    space = pixel_space(16)
+    space = pixel_space(32)
     agent = SACAgent.create(0, space, action_space(3), TINY.replace(gripper=True))
     assert agent.nets.image_keys == ("front", "wrist")
     new, info = agent.update(random_batch(space, 3, 4 * 8, gripper=True), utd_ratio=4)
@@ -33,7 +34,7 @@ def test_conv_encoder_with_drq_trains_end_to_end():
 
 
 def test_drq_shift_changes_the_update_and_zero_pad_does_not_augment():
-    space = pixel_space(16, cameras=("front",))
+    space = pixel_space(32, cameras=("front",))
     batch = random_batch(space, 2, 8)
     a = SACAgent.create(0, space, action_space(), TINY.replace(drq_pad=0)).update(batch)[0]
     b = SACAgent.create(0, space, action_space(), TINY.replace(drq_pad=4)).update(batch)[0]
@@ -86,3 +87,8 @@ def test_cached_features_give_the_same_update_as_pixels():
         strict=True,
     ):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-4, atol=1e-5)
+
+
+def test_images_too_small_for_the_conv_trunk_are_refused_clearly():
+    with pytest.raises(ValueError, match="too small for the conv trunk"):
+        SACAgent.create(0, pixel_space(16), action_space(), TINY)

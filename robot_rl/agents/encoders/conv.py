@@ -25,6 +25,14 @@ class ConvTrunk(nn.Module):
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
         # Centred on zero so that the ReLU of the first layer does not start half dead.
+        side = min(images.shape[-3:-1])
+        for stride in self.strides:
+            side = (side - self.kernel_size) // stride + 1
+        if side < 1:
+            raise ValueError(
+                f"images of {images.shape[-3]}x{images.shape[-2]} are too small for the conv trunk "
+                f"(kernel {self.kernel_size}, strides {self.strides}); use at least 24 pixels"
+            )
         x = images.astype(jnp.float32) / 255.0 - 0.5
         for i, stride in enumerate(self.strides):
             x = nn.Conv(
