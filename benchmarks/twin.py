@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tasks", default="pick_cube,peg_insert,car_lap")
     args = parser.parse_args(argv)
     for task in args.tasks.split(","):
-        print(json.dumps(measure(task, 200 if args.quick else 2000, None, 0)), flush=True)
+        print(json.dumps(measure(task, 200 if args.quick else 2000, None, 64)), flush=True)
         print(json.dumps(measure(task, 30 if args.quick else 300, (), 128)), flush=True)
     return 0
 
