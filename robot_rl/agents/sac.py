@@ -12,10 +12,8 @@ pixels.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
-import flax.linen as nn
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
@@ -24,6 +22,7 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
+from robot_rl.agents.acting import act
 from robot_rl.agents.augment import augment_observations
 from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.networks import (
@@ -33,48 +32,13 @@ from robot_rl.agents.networks import (
     ObservationEncoder,
     Temperature,
 )
+from robot_rl.agents.spec import STAY, Networks, split_observation_keys
 from robot_rl.agents.targets import (
     choose_members,
     double_dqn_target,
     gripper_index,
     soft_td_target,
 )
-
-BATCH_KEYS = ("observations", "next_observations", "actions", "rewards", "terminated")
-STAY = 1  # index of the 'stay' gripper command
-
-
-def split_observation_keys(space: gym.spaces.Dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Cameras are uint8 boxes of rank 3 (H, W, C); everything else is state."""
-    if not isinstance(space, gym.spaces.Dict):
-        raise TypeError(f"observation_space must be a gymnasium Dict space, got {type(space)}")
-    image_keys, state_keys = [], []
-    for key, sub in sorted(space.spaces.items()):
-        if not isinstance(sub, gym.spaces.Box):
-            raise TypeError(f"observation {key!r} must be a Box space, got {type(sub).__name__}")
-        if sub.dtype == np.uint8 and len(sub.shape) == 3:
-            image_keys.append(key)
-        else:
-            state_keys.append(key)
-    return tuple(image_keys), tuple(state_keys)
-
-
-@dataclass(frozen=True, eq=False)
-class Networks:
-    """The agent's modules and static shapes (compared by identity under jit)."""
-
-    encoder: ObservationEncoder
-    ensemble: CriticEnsemble
-    target_subset: CriticEnsemble
-    actor: Actor
-    temperature: Temperature
-    gripper: GripperCritic | None
-    frozen_trunk: nn.Module | None
-    image_keys: tuple[str, ...]
-    state_keys: tuple[str, ...]
-    observation_ndims: tuple[tuple[str, int], ...]
-    arm_dim: int
-    target_entropy: float
 
 
 def _polyak(target: Any, online: Any, tau: float) -> Any:
@@ -83,38 +47,6 @@ def _polyak(target: Any, online: Any, tau: float) -> Any:
 
 def _sample_observation(space: gym.spaces.Dict) -> dict[str, np.ndarray]:
     return {k: np.zeros((1, *s.shape), s.dtype) for k, s in space.spaces.items()}
-
-
-@functools.partial(jax.jit, static_argnames=("nets", "epsilon", "deterministic"))
-def _act(
-    nets: Networks,
-    epsilon: float,
-    params: dict,
-    observations: dict,
-    rng: jax.Array,
-    deterministic: bool,
-) -> tuple[jax.Array, jax.Array]:
-    if nets.frozen_trunk is not None:
-        observations = dict(observations)
-        for key in nets.image_keys:
-            if observations[key].dtype == jnp.uint8:
-                observations[key] = nets.frozen_trunk.apply(
-                    params["frozen_trunk"], observations[key]
-                )
-    features = nets.encoder.apply({"params": params["encoder"]}, observations)
-    dist = nets.actor.apply({"params": params["actor"]}, features)
-    rng, arm_rng, grip_rng, explore_rng = jax.random.split(rng, 4)
-    actions = dist.mode() if deterministic else dist.sample_and_log_prob(arm_rng)[0]
-    if nets.gripper is None:
-        return actions, rng
-    q = nets.gripper.apply({"params": params["gripper"]}, features)
-    choice = jnp.argmax(q, axis=-1)
-    if not deterministic:
-        explore = jax.random.uniform(explore_rng, choice.shape) < epsilon
-        random_choice = jax.random.randint(grip_rng, choice.shape, 0, q.shape[-1])
-        choice = jnp.where(explore, random_choice, choice)
-    gripper = (choice - STAY).astype(actions.dtype)[:, None]
-    return jnp.concatenate([actions, gripper], axis=-1), rng
 
 
 class SACAgent(struct.PyTreeNode):
@@ -464,7 +396,7 @@ class SACAgent(struct.PyTreeNode):
     def sample_actions(self, observations: dict) -> tuple[np.ndarray, SACAgent]:
         """Stochastic actions for exploration; returns the agent with its advanced RNG."""
         observations, single = self._batched(observations)
-        actions, rng = _act(
+        actions, rng = act(
             self.nets,
             self.config.gripper_epsilon,
             self._acting_params(),
@@ -478,7 +410,7 @@ class SACAgent(struct.PyTreeNode):
     def eval_actions(self, observations: dict) -> np.ndarray:
         """Deterministic actions: the mean of the squashed Gaussian, the greedy gripper."""
         observations, single = self._batched(observations)
-        actions, _ = _act(
+        actions, _ = act(
             self.nets,
             self.config.gripper_epsilon,
             self._acting_params(),
