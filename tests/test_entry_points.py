@@ -73,3 +73,48 @@ def test_train_refuses_bad_input_with_a_clear_message(tmp_path):
 def test_eval_without_a_checkpoint_is_a_clear_error(tmp_path):
     result = run(["eval", "--checkpoint", str(tmp_path / "none")])
     assert result.returncode == 2 and "no checkpoint" in result.stdout
+
+
+def test_train_from_pixels_with_a_frozen_trunk_through_the_embedding_cache(tmp_path):
+    pytest.importorskip("mujoco")
+    if os.environ.get("MUJOCO_GL") != "egl":
+        pytest.skip("camera observations need MUJOCO_GL=egl")
+    run_dir = tmp_path / "run"
+    result = run(
+        [
+            "train",
+            "--task",
+            "pick_cube",
+            "--cameras",
+            "front",
+            "wrist",
+            "--image-size",
+            "32",
+            "--agent.encoder",
+            "resnet10",
+            "--agent.encoder-frozen",
+            "--agent.pooling",
+            "avg",
+            "--agent.num-critics",
+            "2",
+            "--total-steps",
+            "40",
+            "--start-steps",
+            "20",
+            "--demos",
+            "1",
+            "--eval-every",
+            "40",
+            "--eval-episodes",
+            "1",
+            "--log-every",
+            "20",
+            "--batch-size",
+            "8",
+            "--run-dir",
+            str(run_dir),
+        ]
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["final_eval"]["step"] == 40

@@ -92,3 +92,27 @@ def test_cached_features_give_the_same_update_as_pixels():
 def test_images_too_small_for_the_conv_trunk_are_refused_clearly():
     with pytest.raises(ValueError, match="too small for the conv trunk"):
         SACAgent.create(0, pixel_space(16), action_space(), TINY)
+
+
+def test_training_samples_a_frozen_trunk_through_the_embedding_cache():
+    from robot_rl.data.embedding_cache import EmbeddingCache
+    from robot_rl.data.replay import ReplayBuffer
+    from robot_rl.runtime.train_loop import make_sampler
+
+    space = pixel_space(32, cameras=("front",))
+    cfg = TINY.replace(encoder="resnet10", encoder_frozen=True, pooling="avg")
+    agent = SACAgent.create(0, space, action_space(), cfg)
+    replay = ReplayBuffer(space, action_space(), capacity=32)
+    demos = ReplayBuffer(space, action_space(), capacity=32)
+    batch = random_batch(space, 2, 8)
+    for i in range(8):
+        obs = {k: v[i] for k, v in batch["observations"].items()}
+        nxt = {k: v[i] for k, v in batch["next_observations"].items()}
+        replay.add(obs, batch["actions"][i], 0.0, False, False, nxt)
+    sampler = make_sampler(agent, replay, demos, 0.5)
+    assert isinstance(sampler.online, EmbeddingCache)
+    sample = sampler.sample(np.random.default_rng(0), 4)
+    assert sample["observations"]["front"].dtype == np.float32  # features, not pixels
+    agent.update(sample)
+    conv = SACAgent.create(0, space, action_space(), TINY)
+    assert not isinstance(make_sampler(conv, replay, demos, 0.5).online, EmbeddingCache)

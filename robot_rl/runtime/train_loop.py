@@ -125,6 +125,20 @@ def default_run_dir(cfg: TrainConfig) -> Path:
     return Path("runs") / f"{cfg.run_name}-{cfg.backend}-s{cfg.seed}-{stamp}"
 
 
+def make_sampler(agent: SACAgent, replay, demos, demo_fraction: float) -> MixedSampler:
+    """50/50 online/demo batches; with a frozen image trunk, through the embedding cache so
+    that the trunk runs once per stored frame instead of on every sampled image."""
+    if agent.frozen_trunk is not None and agent.nets.image_keys:
+        from robot_rl.data.embedding_cache import EmbeddingCache
+
+        keys, pad = agent.nets.image_keys, agent.config.drq_pad
+        views = 4 if pad else 1
+        # The trunk never changes, so the first agent's embed function stays valid.
+        replay = EmbeddingCache(replay, keys, agent.embed_frames, num_views=views, pad=pad)
+        demos = EmbeddingCache(demos, keys, agent.embed_frames, num_views=views, pad=pad)
+    return MixedSampler(replay, demos, demo_fraction=demo_fraction)
+
+
 def reached(cfg: TrainConfig, result: dict) -> bool:
     if cfg.stop_at_return is not None and result["return_mean"] >= cfg.stop_at_return:
         return True
@@ -174,7 +188,7 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
             f"demos: {counts['episodes']} successful expert episodes "
             f"({counts['attempts']} attempts, {counts['transitions']} transitions)"
         )
-    sampler = MixedSampler(replay, demo_buffer, demo_fraction=cfg.demo_fraction)
+    sampler = make_sampler(agent, replay, demo_buffer, cfg.demo_fraction)
     console.print(
         f"[bold]train[/] {cfg.run_name} ({cfg.backend}) for {cfg.total_steps} steps, "
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
