@@ -393,8 +393,7 @@ class SACAgent(struct.PyTreeNode):
             observations = {k: np.asarray(v)[None] for k, v in observations.items()}
         return observations, single
 
-    def sample_actions(self, observations: dict) -> tuple[np.ndarray, SACAgent]:
-        """Stochastic actions for exploration; returns the agent with its advanced RNG."""
+    def _actions(self, observations: dict, deterministic: bool) -> tuple[np.ndarray, jax.Array]:
         observations, single = self._batched(observations)
         actions, rng = act(
             self.nets,
@@ -402,21 +401,16 @@ class SACAgent(struct.PyTreeNode):
             self._acting_params(),
             observations,
             self.rng,
-            deterministic=False,
+            deterministic=deterministic,
         )
         actions = np.asarray(actions)
-        return (actions[0] if single else actions), self.replace(rng=rng)
+        return (actions[0] if single else actions), rng
+
+    def sample_actions(self, observations: dict) -> tuple[np.ndarray, SACAgent]:
+        """Stochastic actions for exploration; returns the agent with its advanced RNG."""
+        actions, rng = self._actions(observations, deterministic=False)
+        return actions, self.replace(rng=rng)
 
     def eval_actions(self, observations: dict) -> np.ndarray:
         """Deterministic actions: the mean of the squashed Gaussian, the greedy gripper."""
-        observations, single = self._batched(observations)
-        actions, _ = act(
-            self.nets,
-            self.config.gripper_epsilon,
-            self._acting_params(),
-            observations,
-            self.rng,
-            deterministic=True,
-        )
-        actions = np.asarray(actions)
-        return actions[0] if single else actions
+        return self._actions(observations, deterministic=True)[0]

@@ -1,0 +1,10 @@
+"""Test-run environment: ROS 2 discovery stays on this host, in a domain of this run's own.
+
+scripts/test.sh sets these too; this covers a bare `pytest` (tests such as doctor's rclpy probe
+may start DDS participants).
+"""
+
+import os
+
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 101))
