@@ -1,0 +1,1 @@
+"""Actor <-> learner transport on ZeroMQ: typed msgpack messages, acknowledged and durable."""

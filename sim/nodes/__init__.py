@@ -1,0 +1,1 @@
+"""Twin ROS 2 nodes: publish exactly the driver topics from the MuJoCo twin."""
