@@ -1,0 +1,85 @@
+"""The learner's write-ahead log of received transitions: what makes an acknowledgement true.
+
+The server appends every accepted batch here (and, with fsync, to the disk) before it
+acknowledges it. A checkpoint rotates the log; once the checkpoint holding everything in the
+older segments is written, those segments are deleted. After a crash the learner restores its
+newest checkpoint and replays the log on top, skipping what the checkpoint already holds (each
+actor's sequence cursor), so a transition is stored exactly once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from robot_rl.data.durable_log import DurableLog
+
+_METADATA = {"kind": "robot_rl learner ingest log", "version": 1}
+PREFIX = "ingest-"
+
+
+class IngestLog:
+    def __init__(self, directory: str | os.PathLike, fsync: str = "always"):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self.lock = threading.RLock()
+        existing = sorted(
+            int(p.name[len(PREFIX) : -4]) for p in self.directory.glob(f"{PREFIX}*.log")
+        )
+        self._segment = (existing[-1] + 1) if existing else 0
+        self._log = self._open(self._segment)
+
+    def _open(self, segment: int) -> DurableLog:
+        return DurableLog(
+            self.directory / f"{PREFIX}{segment:08d}.log", _METADATA, fsync=self._fsync
+        )
+
+    def append(self, actor: str, first_seq: int, items: list[bytes]) -> None:
+        with self.lock:
+            self._log.append(
+                {
+                    "actor": np.frombuffer(actor.encode(), np.uint8),
+                    "first_seq": np.int64(first_seq),
+                    "lengths": np.asarray([len(i) for i in items], np.int64),
+                    "blob": np.frombuffer(b"".join(items), np.uint8),
+                }
+            )
+
+    def rotate(self) -> int:
+        """Start a new segment; returns its number (older ones may be pruned after a checkpoint)."""
+        with self.lock:
+            self._log.close()
+            self._segment += 1
+            self._log = self._open(self._segment)
+            return self._segment
+
+    def prune(self, before: int) -> None:
+        for path in self.directory.glob(f"{PREFIX}*.log"):
+            if int(path.name[len(PREFIX) : -4]) < before:
+                path.unlink(missing_ok=True)
+
+    def batches(self) -> Iterator[tuple[str, int, list[bytes]]]:
+        """Every logged batch, oldest first: (actor id, first sequence number, frames)."""
+        with self.lock:
+            self._log.sync()
+            paths = sorted(self.directory.glob(f"{PREFIX}*.log"))
+        for path in paths:
+            log = DurableLog(path, _METADATA, fsync="never")
+            try:
+                for record in log:
+                    blob = record["blob"].tobytes()
+                    offsets = np.concatenate([[0], np.cumsum(record["lengths"])])
+                    items = [blob[a:b] for a, b in itertools.pairwise(offsets)]
+                    yield record["actor"].tobytes().decode(), int(record["first_seq"]), items
+            finally:
+                log.close()
+
+    def close(self) -> None:
+        with self.lock:
+            self._log.close()

@@ -1,0 +1,112 @@
+"""The wire format: typed msgpack messages with raw numpy buffers, LZ4-compressed. No pickle.
+
+One ZeroMQ frame holds one message::
+
+    MAGIC (4 bytes) | u32 little-endian uncompressed length | LZ4 block of msgpack(map)
+
+A numpy array travels as msgpack extension type 1 holding msgpack([dtype, shape, raw bytes]);
+only plain numeric dtypes are accepted, and the byte count must equal the shape's. Decoding
+never trusts a length: the declared size, every container and every array are bounded before
+anything is allocated, so a hostile or broken frame costs a ``WireError``, not the process.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import lz4.block
+import msgpack
+import numpy as np
+
+MAGIC = b"RRL1"
+_HEADER = struct.Struct("<4sI")
+ARRAY_EXT = 1
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+"""Largest uncompressed message (a ResNet's weights, a batch of image transitions)."""
+MAX_ARRAY_DIMS = 8
+ALLOWED_DTYPES = frozenset(
+    np.dtype(t).str for t in (np.bool_, np.uint8, np.int32, np.int64, np.float32, np.float64)
+)
+
+
+class WireError(ValueError):
+    """A frame that is not a valid message of this protocol; says what is wrong."""
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        if value.dtype.str not in ALLOWED_DTYPES:
+            raise TypeError(f"arrays of dtype {value.dtype} cannot be sent")
+        body = msgpack.packb(
+            [value.dtype.str, list(value.shape), np.ascontiguousarray(value).tobytes()],
+            use_bin_type=True,
+        )
+        return msgpack.ExtType(ARRAY_EXT, body)
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot send a {type(value).__name__}")
+
+
+def _ext_hook(code: int, data: bytes) -> np.ndarray:
+    if code != ARRAY_EXT:
+        raise WireError(f"unknown extension type {code}")
+    try:
+        dtype, shape, raw = msgpack.unpackb(data, raw=False, use_list=True, max_bin_len=len(data))
+    except (ValueError, TypeError, msgpack.UnpackException) as err:
+        raise WireError(f"malformed array: {err}") from err
+    if not isinstance(dtype, str) or dtype not in ALLOWED_DTYPES:
+        raise WireError(f"array dtype {dtype!r} is not allowed")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_ARRAY_DIMS
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    ):
+        raise WireError(f"array shape {shape!r} is not a list of non-negative integers")
+    if not isinstance(raw, bytes) or math.prod(shape) * np.dtype(dtype).itemsize != len(raw):
+        raise WireError(f"array of shape {shape} and dtype {dtype} does not match its bytes")
+    # A copy: frombuffer would keep the whole frame alive and read-only.
+    return np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy()
+
+
+def encode(message: dict) -> bytes:
+    """One message (a dict with str keys; values: numbers, str, bytes, lists, dicts, arrays)."""
+    if not isinstance(message, dict):
+        raise TypeError("a message is a dict")
+    body = msgpack.packb(message, default=_default, use_bin_type=True)
+    if len(body) > MAX_MESSAGE_BYTES:
+        raise ValueError(f"message of {len(body)} bytes exceeds {MAX_MESSAGE_BYTES}")
+    return _HEADER.pack(MAGIC, len(body)) + lz4.block.compress(body, store_size=False)
+
+
+def decode(frame: bytes) -> dict:
+    """The message in ``frame``; raises ``WireError`` on anything else."""
+    if len(frame) < _HEADER.size:
+        raise WireError(f"frame of {len(frame)} bytes is shorter than the header")
+    magic, size = _HEADER.unpack_from(frame)
+    if magic != MAGIC:
+        raise WireError(f"bad magic {magic!r}: not a robot_rl transport frame (or another version)")
+    if size > MAX_MESSAGE_BYTES:
+        raise WireError(f"declared size {size} exceeds the limit {MAX_MESSAGE_BYTES}")
+    try:
+        body = lz4.block.decompress(frame[_HEADER.size :], uncompressed_size=size)
+    except (lz4.block.LZ4BlockError, ValueError) as err:
+        raise WireError(f"corrupt compressed body: {err}") from err
+    if len(body) != size:
+        raise WireError(f"body is {len(body)} bytes, header says {size}")
+    try:
+        message = msgpack.unpackb(
+            body,
+            raw=False,
+            ext_hook=_ext_hook,
+            strict_map_key=True,
+            max_buffer_size=size,
+        )
+    except WireError:
+        raise
+    except (ValueError, TypeError, msgpack.UnpackException, RecursionError) as err:
+        raise WireError(f"malformed msgpack body: {err}") from err
+    if not isinstance(message, dict):
+        raise WireError(f"a message is a map, got {type(message).__name__}")
+    return message
