@@ -120,12 +120,16 @@ def read_metadata(checkpoint: str | os.PathLike) -> dict:
     return json.loads((Path(checkpoint) / META_FILE).read_text())
 
 
-def read_config(checkpoint: str | os.PathLike) -> AgentConfig:
-    """The AgentConfig a checkpoint was written with (to rebuild its agent)."""
-    saved = json.loads((Path(checkpoint) / CONFIG_FILE).read_text())
-    fields = {f.name: f for f in dataclasses.fields(AgentConfig)}
+def config_from_json(saved: dict) -> AgentConfig:
+    """The AgentConfig that ``config_to_json`` wrote (lists back to tuples)."""
+    fields = {f.name for f in dataclasses.fields(AgentConfig)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in fields}
     return AgentConfig(**values)
+
+
+def read_config(checkpoint: str | os.PathLike) -> AgentConfig:
+    """The AgentConfig a checkpoint was written with (to rebuild its agent)."""
+    return config_from_json(json.loads((Path(checkpoint) / CONFIG_FILE).read_text()))
 
 
 def restore_agent(checkpoint: str | os.PathLike, template: Any) -> Any:

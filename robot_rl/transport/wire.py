@@ -101,7 +101,6 @@ def decode(frame: bytes) -> dict:
             raw=False,
             ext_hook=_ext_hook,
             strict_map_key=True,
-            max_buffer_size=size,
         )
     except WireError:
         raise

@@ -1,0 +1,33 @@
+"""`robot-rl learner`: the training half of a distributed run; actors connect to it."""
+
+from __future__ import annotations
+
+import logging
+
+from rich.console import Console
+
+from robot_rl.runtime.learner import Learner, LearnerConfig
+
+__all__ = ["LearnerConfig", "run"]
+
+
+def run(config: LearnerConfig) -> int:
+    from robot_rl.transport.security import SecurityError, ServerKeys
+
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("robot_rl").setLevel(logging.INFO)
+    console = Console()
+    try:
+        keys = None
+        if config.curve_secret_key:
+            keys = ServerKeys(config.curve_secret_key, config.authorized_keys)
+        Learner(config, console=console).run(keys=keys)
+    except (ValueError, SecurityError, FileNotFoundError) as err:
+        console.print(f"[red]error:[/] {err}")
+        return 2
+    except RuntimeError as err:
+        console.print(f"[red]error:[/] {err}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,185 @@
+"""The actor process: runs the task at its control rate with the newest weights it has.
+
+The control loop never waits on the network: a transition goes into the disk-backed outbox
+(a local append) and the transport thread sends it when it can; weights are picked up from a
+slot between steps. Until the learner's first trained weights arrive (version 1, after its
+``start_steps``), actions are uniformly random, as in the single-process loop.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from rich.console import Console
+
+from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.runtime.demos import applied_action
+from robot_rl.runtime.environments import make_env
+from robot_rl.runtime.evaluation import episode_success
+from robot_rl.runtime.rate import Rate
+from robot_rl.transport.client import TransportClient
+from robot_rl.transport.messages import encode_transition
+from robot_rl.transport.outbox import Outbox
+from robot_rl.transport.security import ClientKeys
+
+
+@dataclass
+class ActorConfig:
+    task: str = "pick_cube"
+    """Task name (tasks/); the learner refuses an actor whose task or spaces differ."""
+    learner: str = "tcp://127.0.0.1:5555"
+    """The learner's address."""
+    backend: Literal["twin"] = "twin"
+    """'twin': the in-process MuJoCo twin of the task."""
+    cameras: tuple[str, ...] = ()
+    """Camera observations (empty: state only)."""
+    image_size: int = 64
+    """Camera image side in pixels."""
+    actor_id: str | None = None
+    """This actor's name (unique per robot); default <hostname>-<task>."""
+    outbox_dir: str | None = None
+    """Where unacknowledged transitions wait; default runs/actors/<actor_id>/outbox. Keep it
+    across restarts: that is what makes a restart lose nothing."""
+    seed: int = 0
+    """Seed of the environment resets and the random actions."""
+    speedup: float = 1.0
+    """Control rate as a multiple of the task's (the twin can run faster); 0: as fast as possible."""
+    total_steps: int | None = None
+    """Stop once this actor has produced this many transitions in all (restarts included)."""
+    curve_secret_key: str | None = None
+    """This actor's CURVE secret key file (from `robot-rl keys`)."""
+    learner_public_key: str | None = None
+    """The learner's public CURVE key file."""
+    fsync: str = "never"
+    """Outbox flush policy: 'never' survives a killed process, 'always' also a power cut."""
+    log_every: float = 5.0
+    """Seconds between progress lines."""
+
+    def validate(self) -> None:
+        if self.speedup < 0:
+            raise ValueError(f"speedup must be >= 0, got {self.speedup}")
+        if (self.curve_secret_key is None) != (self.learner_public_key is None):
+            raise ValueError("--curve-secret-key and --learner-public-key go together")
+
+
+class LearnerRefused(RuntimeError):
+    """The learner refused this actor (task, spaces, protocol or keys differ)."""
+
+
+def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
+    cfg.validate()
+    console = console or Console()
+    actor_id = cfg.actor_id or f"{socket.gethostname()}-{cfg.task}"
+    outbox = Outbox(
+        cfg.outbox_dir or Path("runs") / "actors" / actor_id / "outbox", fsync=cfg.fsync
+    )
+    options = {"cameras": tuple(cfg.cameras), "image_size": cfg.image_size}
+    env = make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, options)
+    hello = {
+        "task": cfg.task,
+        "observation_space": dict_space_to_json(env.observation_space),
+        "action_space": box_to_json(env.action_space),
+    }
+    keys = (
+        ClientKeys(cfg.curve_secret_key, cfg.learner_public_key) if cfg.curve_secret_key else None
+    )
+    client = TransportClient(cfg.learner, actor_id, hello, outbox, keys=keys).start()
+    rng = np.random.default_rng(cfg.seed + outbox.next_seq)
+    env.action_space.seed(int(rng.integers(2**31)))
+    control_hz = env.task.control_hz * cfg.speedup if cfg.speedup else None
+    rate = Rate(control_hz)
+    policy = None
+    console.print(
+        f"[bold]actor[/] {actor_id}: {cfg.task} at "
+        f"{f'{control_hz:.1f} Hz' if control_hz else 'full speed'} -> {cfg.learner} "
+        f"(outbox resumes at sequence {outbox.next_seq})"
+    )
+    obs, _ = env.reset(seed=cfg.seed + outbox.next_seq)
+    episode = {"return": 0.0, "length": 0, "success": False, "intervened": 0}
+    steps = episodes = 0
+    recent_success: list[float] = []
+    last_log = time.monotonic()
+    try:
+        while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
+            if client.refused_reason and not client.connected:
+                raise LearnerRefused(client.refused_reason)
+            policy = _refresh_policy(policy, client, env)
+            if policy is not None and policy.version > 0:
+                action = policy(obs)
+            else:
+                action = env.action_space.sample()
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            applied = applied_action(info, action)
+            intervened = bool(info.get("intervened", False))
+            outbox.append(
+                encode_transition(obs, applied, reward, terminated, truncated, next_obs, intervened)
+            )
+            steps += 1
+            episode["return"] += float(reward)
+            episode["length"] += 1
+            episode["success"] = episode["success"] or episode_success(info)
+            episode["intervened"] += intervened
+            obs = next_obs
+            if terminated or truncated:
+                episodes += 1
+                recent_success.append(float(episode["success"]))
+                client.send_stats(
+                    {
+                        "return": episode["return"],
+                        "length": episode["length"],
+                        "success": float(episode["success"]),
+                        "intervention_rate": episode["intervened"] / episode["length"],
+                    }
+                )
+                obs, _ = env.reset()
+                episode = {"return": 0.0, "length": 0, "success": False, "intervened": 0}
+            rate.sleep()
+            if time.monotonic() - last_log >= cfg.log_every:
+                last_log = time.monotonic()
+                _progress(console, outbox, client, policy, episodes, recent_success, rate)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/]: {outbox.backlog} transitions wait in the outbox")
+        raise
+    finally:
+        client.stop(flush_timeout=5.0)
+        outbox.close()
+        env.close()
+    period = rate.period_stats()
+    return {
+        "actor": actor_id,
+        "steps": steps,
+        "episodes": episodes,
+        "next_seq": outbox.next_seq,
+        "unacknowledged": outbox.backlog,
+        "control_period_ms_p50": period["p50_ms"],
+        "control_period_ms_p99": period["p99_ms"],
+    }
+
+
+def _refresh_policy(policy, client: TransportClient, env):
+    weights = client.latest_weights()
+    if weights is None or (policy is not None and weights[0] <= policy.version):
+        return policy
+    if policy is None:
+        from robot_rl.runtime.acting_policy import ActingPolicy
+
+        policy = ActingPolicy(client.welcome, env.observation_space, env.action_space)
+    policy.load(*weights)
+    return policy
+
+
+def _progress(console, outbox, client, policy, episodes, recent_success, rate) -> None:
+    success = np.mean(recent_success[-20:]) if recent_success else float("nan")
+    period = rate.period_stats()
+    hz = 1000.0 / period["mean_ms"] if period["mean_ms"] else float("nan")
+    console.print(
+        f"steps {outbox.next_seq} | episodes {episodes} | success (last 20) {success:.0%} | "
+        f"control {hz:.1f} Hz (p99 period {period['p99_ms']:.1f} ms) | "
+        f"weights v{policy.version if policy else -1} | "
+        f"unacknowledged {outbox.backlog} | {'connected' if client.connected else 'NOT connected'}"
+    )

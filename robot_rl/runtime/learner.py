@@ -1,0 +1,375 @@
+"""The learner process: trains as transitions arrive from any number of actors.
+
+The update-to-data ratio is enforced where batches are sampled: the loop may run only
+``utd_ratio`` critic updates per online transition received (after ``start_steps``), and when
+it is ahead it blocks on the arrival queue instead of sleeping. Weights go to the actors every
+``publish_every`` updates. Checkpoints hold the agent, its optimisers, both buffers and each
+actor's sequence cursor; with the ingest log replayed on top, ``--resume`` after a crash stores
+every acknowledged transition exactly once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from robot_rl.agents.checkpoint import (
+    config_to_json,
+    latest_checkpoint,
+    read_metadata,
+    restore_agent,
+    save_checkpoint,
+)
+from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.sac import SACAgent
+from robot_rl.data.replay import ReplayBuffer
+from robot_rl.envs.task import make_task
+from robot_rl.runtime.acting_policy import frozen_trunk_fingerprint, weights_bytes
+from robot_rl.runtime.recipes import FALLBACK, RECIPES
+from robot_rl.runtime.run_dir import RunLogger
+from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
+from robot_rl.transport.ingest_log import IngestLog
+from robot_rl.transport.messages import decode_transition
+from robot_rl.transport.security import ServerKeys
+from robot_rl.transport.server import TransportServer
+
+EXTRA_FIELDS = {"actor": ((), np.int32), "seq": ((), np.int64), "intervened": ((), np.bool_)}
+"""Per transition: which actor (its stream index), its sequence number, operator override."""
+
+
+@dataclass
+class LearnerConfig:
+    task: str = "pick_cube"
+    """Task name (tasks/): its spaces must match the actors'."""
+    cameras: tuple[str, ...] = ()
+    """Camera observations (empty: state only); must match the actors'."""
+    image_size: int = 64
+    """Camera image side in pixels; must match the actors'."""
+    bind: str = "tcp://127.0.0.1:5555"
+    """Where actors connect. Anything but loopback needs --curve-secret-key and
+    --authorized-keys."""
+    curve_secret_key: str | None = None
+    """The learner's CURVE secret key file (from `robot-rl keys`)."""
+    authorized_keys: str | None = None
+    """Directory of the actors' public CURVE keys that may connect."""
+    run_dir: str | None = None
+    """Checkpoints, ingest log, metrics; default runs/<task>-learner-s<seed>-<time>."""
+    resume: bool = False
+    """Continue from the newest checkpoint in run_dir and replay the ingest log on top."""
+    seed: int = 0
+    """Seed of the agent and of batch sampling (actors learn it from the welcome)."""
+    demos: int | None = None
+    """Scripted-expert demonstrations for the demo buffer (needs MuJoCo); default: recipe."""
+    demo_fraction: float = 0.5
+    """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
+    total_steps: int | None = None
+    """Stop after this many online transitions (and their updates); default: recipe; 0: never."""
+    start_steps: int | None = None
+    """Online transitions before updates begin (actors act randomly until the first weights
+    that follow an update); default: recipe."""
+    batch_size: int = 256
+    """Transitions per critic minibatch."""
+    utd_ratio: int = 2
+    """Critic updates per online transition received."""
+    update_chunk: int = 4
+    """Critic updates per compiled call (one lax.scan)."""
+    publish_every: int = 4
+    """Critic updates between weight broadcasts."""
+    replay_capacity: int = 200_000
+    """Online replay capacity in transitions."""
+    checkpoint_interval: float = 60.0
+    """Seconds between checkpoints (also written on exit and on Ctrl-C / SIGTERM)."""
+    fsync: str = "always"
+    """Ingest log flush policy before an acknowledgement: 'always', 'every:N' or 'never'."""
+    log_every: float = 5.0
+    """Seconds between progress lines."""
+    agent: AgentConfig = field(
+        default_factory=lambda: AgentConfig(
+            num_critics=10, critic_subsample=2, init_temperature=0.01
+        )
+    )
+    """The agent (the same defaults as `robot-rl train`)."""
+
+    def resolved(self) -> LearnerConfig:
+        recipe = RECIPES.get(self.task, FALLBACK)
+        filled = {
+            k: recipe[k]
+            for k in ("total_steps", "demos", "start_steps")
+            if getattr(self, k) is None
+        }
+        return dataclasses.replace(self, **filled)
+
+    def validate(self) -> None:
+        for name in ("batch_size", "utd_ratio", "update_chunk", "publish_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if (self.curve_secret_key is None) != (self.authorized_keys is None):
+            raise ValueError("--curve-secret-key and --authorized-keys go together")
+        if self.resume and self.run_dir is None:
+            raise ValueError("--resume needs --run-dir of the learner run to continue")
+        self.agent.validate()
+
+
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt  # SIGTERM (a process manager stopping us) checkpoints like Ctrl-C
+
+
+class Learner:
+    def __init__(self, cfg: LearnerConfig, console: Console | None = None):
+        cfg = cfg.resolved()
+        cfg.validate()
+        self.cfg = cfg
+        self.console = console or Console()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.run_dir = Path(cfg.run_dir or f"runs/{cfg.task}-learner-s{cfg.seed}-{stamp}")
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        if not cfg.resume and latest_checkpoint(self.ckpt_dir) is not None:
+            raise ValueError(f"{self.run_dir} already holds a run: pass --resume to continue it")
+        task = make_task(cfg.task, cameras=tuple(cfg.cameras), image_size=cfg.image_size)
+        self.observation_space, self.action_space = task.observation_space(), task.action_space()
+        self.agent = SACAgent.create(cfg.seed, self.observation_space, self.action_space, cfg.agent)
+        self.replay = self._buffer(cfg.replay_capacity)
+        self.demos = self._buffer(min(cfg.replay_capacity, 100_000))
+        self.rng = np.random.default_rng(cfg.seed)
+        self.cursors: dict[str, int] = {}  # actor -> next sequence number held by the replay
+        self.streams: dict[str, int] = {}  # actor -> replay stream index
+        self.received = self.updates = self.version = self.episodes = 0
+        self.recent_success: list[float] = []
+        self._restore()
+        self.logger = RunLogger(self.run_dir, dataclasses.asdict(cfg), resume=cfg.resume)
+        self.ingest_log = IngestLog(self.run_dir / "ingest", fsync=cfg.fsync)
+        self._replay_ingest_log()
+
+    def _buffer(self, capacity: int) -> ReplayBuffer:
+        return ReplayBuffer(
+            self.observation_space, self.action_space, capacity, extra_fields=EXTRA_FIELDS
+        )
+
+    def _restore(self) -> None:
+        checkpoint = latest_checkpoint(self.ckpt_dir) if self.cfg.resume else None
+        if self.cfg.resume and checkpoint is None:
+            self.console.print(
+                f"no checkpoint in {self.ckpt_dir} yet: starting from the ingest log"
+            )
+            return
+        if checkpoint is None:
+            return
+        self.agent = restore_agent(checkpoint, self.agent)
+        self.replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
+        self.demos = ReplayBuffer.load(checkpoint / DEMO_FILE)
+        meta = read_metadata(checkpoint)
+        self.cursors, self.streams = meta["cursors"], meta["streams"]
+        self.received, self.updates = meta["received"], meta["updates"]
+        self.version, self.episodes = meta["version"], meta["episodes"]
+        self.rng.bit_generator.state = meta["numpy_rng"]
+        self.console.print(f"[bold]resumed[/] {checkpoint}: {self.received} transitions")
+
+    def _replay_ingest_log(self) -> None:
+        """Acknowledged batches newer than the checkpoint go into the replay again."""
+        replayed = 0
+        for actor, first_seq, items in self.ingest_log.batches():
+            for offset, item in enumerate(items):
+                seq = first_seq + offset
+                if seq < self.cursors.get(actor, 0):
+                    continue
+                transition = decode_transition(item, self.observation_space, self.action_space)
+                self._insert(actor, seq, transition)
+                replayed += 1
+        if replayed:
+            self.console.print(f"ingest log: {replayed} acknowledged transitions restored")
+
+    def _insert(self, actor: str, seq: int, t: dict) -> None:
+        expected = self.cursors.get(actor, 0)
+        if seq != expected:
+            raise RuntimeError(f"actor {actor}: sequence {seq} arrived where {expected} was due")
+        stream = self.streams.setdefault(actor, len(self.streams))
+        kwargs = dict(stream=stream, actor=stream, seq=seq, intervened=t["intervened"])
+        args = (t["obs"], t["action"], t["reward"], t["terminated"], t["truncated"], t["next_obs"])
+        self.replay.add(*args, **kwargs)
+        if t["intervened"]:  # HIL-SERL: operator corrections also count as demonstrations
+            self.demos.add(*args, **kwargs)
+        self.cursors[actor] = seq + 1
+        self.received += 1
+
+    # --------------------------------------------------------------------------- running
+
+    def _collect_demos(self) -> None:
+        if not self.cfg.demos or len(self.demos):
+            return
+        from robot_rl.runtime.demos import collect_demos
+        from robot_rl.sim import make_expert, make_twin_env
+
+        task = make_task(
+            self.cfg.task, cameras=tuple(self.cfg.cameras), image_size=self.cfg.image_size
+        )
+        env = make_twin_env(task, seed=self.cfg.seed + 20_000)
+        counts = collect_demos(
+            env, make_expert(task), self.demos, self.cfg.demos, self.cfg.seed + 20_000
+        )
+        env.close()
+        self.console.print(
+            f"demos: {counts['episodes']} expert episodes, {counts['transitions']} transitions"
+        )
+
+    def _welcome_info(self) -> dict:
+        return {
+            "agent_config": config_to_json(self.agent.config),
+            "seed": self.cfg.seed,
+            "frozen_trunk": frozen_trunk_fingerprint(self.agent),
+        }
+
+    def checkpoint(self) -> None:
+        segment = self.ingest_log.rotate()
+        self._drain(block=False)  # everything logged before the rotation is now in the replay
+        save_checkpoint(
+            self.ckpt_dir,
+            self.updates,
+            self.agent,
+            extra_writers={REPLAY_FILE: self.replay.save, DEMO_FILE: self.demos.save},
+            metadata={
+                "task": self.cfg.task,
+                "backend": "twin",
+                "env_id": "",
+                "cameras": list(self.cfg.cameras),
+                "image_size": self.cfg.image_size,
+                "cursors": self.cursors,
+                "streams": self.streams,
+                "received": self.received,
+                "updates": self.updates,
+                "version": self.version,
+                "episodes": self.episodes,
+                "numpy_rng": self.rng.bit_generator.state,
+            },
+        )
+        self.ingest_log.prune(segment)
+
+    def _drain(self, block: bool) -> int:
+        count = 0
+        arrivals = self.server.received
+        try:
+            batch = arrivals.get(timeout=0.2) if block else arrivals.get_nowait()
+            while True:
+                for offset, transition in enumerate(batch.transitions):
+                    self._insert(batch.actor, batch.first_seq + offset, transition)
+                count += len(batch.transitions)
+                batch = arrivals.get_nowait()
+        except queue.Empty:
+            pass
+        return count
+
+    def _record_episodes(self) -> None:
+        while not self.server.episode_stats.empty():
+            _actor, episode = self.server.episode_stats.get_nowait()
+            self.episodes += 1
+            success = float(episode.get("success", 0.0))
+            self.recent_success.append(success)
+            values = {f"charts/episode_{k}": v for k, v in episode.items() if k != "time"}
+            self.logger.scalars(self.received, values)
+
+    def allowed_updates(self) -> int:
+        if self.received < max(self.cfg.start_steps, 1):
+            return 0
+        return self.cfg.utd_ratio * (self.received - self.cfg.start_steps + 1)
+
+    def publish(self) -> None:
+        self.server.publish_weights(self.version, weights_bytes(self.agent))
+
+    def done(self) -> bool:
+        total = self.cfg.total_steps
+        return (
+            bool(total)
+            and self.received >= total
+            and self.updates + self.cfg.update_chunk > self.allowed_updates()
+        )
+
+    def run(self, keys: ServerKeys | None = None) -> dict:
+        cfg = self.cfg
+        self._collect_demos()
+        sampler = make_sampler(self.agent, self.replay, self.demos, cfg.demo_fraction)
+        self.server = TransportServer(
+            cfg.bind,
+            task=cfg.task,
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+            welcome_info=self._welcome_info(),
+            ingest_log=self.ingest_log,
+            cursors=self.cursors,
+            keys=keys,
+        ).start()
+        self.publish()
+        self.console.print(
+            f"[bold]learner[/] {cfg.task} on {self.server.bound_endpoint}: UTD {cfg.utd_ratio}, "
+            f"{cfg.agent.num_critics} critics, start after {cfg.start_steps} transitions -> {self.run_dir}"
+        )
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        last_ckpt = last_log = time.monotonic()
+        last_published, update_time, log_updates = self.updates, 0.0, self.updates
+        try:
+            while not self.done():
+                self._drain(block=False)
+                self._record_episodes()
+                if self.updates + cfg.update_chunk <= self.allowed_updates():
+                    t0 = time.perf_counter()
+                    batch = sampler.sample(
+                        self.rng, cfg.batch_size, num_minibatches=cfg.update_chunk
+                    )
+                    self.agent, info = self.agent.update(batch, utd_ratio=cfg.update_chunk)
+                    self.updates += cfg.update_chunk
+                    update_time += time.perf_counter() - t0
+                    if self.updates - last_published >= cfg.publish_every:
+                        self.version += 1
+                        self.publish()
+                        last_published = self.updates
+                else:
+                    self._drain(block=True)  # ahead of the data: wait for transitions
+                now = time.monotonic()
+                if now - last_log >= cfg.log_every:
+                    ups = (self.updates - log_updates) / max(now - last_log, 1e-9)
+                    self._progress(ups)
+                    if self.updates > log_updates:
+                        self.logger.scalars(self.received, {k: float(v) for k, v in info.items()})
+                    last_log, log_updates = now, self.updates
+                if now - last_ckpt >= cfg.checkpoint_interval:
+                    self.checkpoint()
+                    last_ckpt = now
+            self.checkpoint()
+        except KeyboardInterrupt:
+            self.checkpoint()
+            self.console.print(
+                f"[yellow]interrupted[/]: checkpoint written; --resume --run-dir {self.run_dir}"
+            )
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            self.server.stop()
+            self.ingest_log.close()
+        summary = {
+            "run_dir": str(self.run_dir),
+            "received": self.received,
+            "updates": self.updates,
+            "episodes": self.episodes,
+            "actors": sorted(self.cursors),
+            "update_seconds": update_time,
+        }
+        self.logger.finish(summary)
+        self.console.print(
+            "[bold]learner done[/]: " + ", ".join(f"{k} {v}" for k, v in summary.items())
+        )
+        return summary
+
+    def _progress(self, updates_per_second: float) -> None:
+        success = np.mean(self.recent_success[-20:]) if self.recent_success else float("nan")
+        backlog = self.server.received.qsize()
+        self.console.print(
+            f"transitions {self.received} | actors {len(self.server.connected_actors)} | "
+            f"episodes {self.episodes} | success (last 20) {success:.0%} | "
+            f"updates {self.updates} ({updates_per_second:.0f}/s) | weights v{self.version} | "
+            f"queued {backlog} | refused {sum(self.server.refused.values())}"
+        )
