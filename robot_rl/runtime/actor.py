@@ -48,7 +48,7 @@ class ActorConfig:
     seed: int = 0
     """Seed of the environment resets and the random actions."""
     speedup: float = 1.0
-    """Control rate as a multiple of the task's (the twin can run faster); 0: as fast as possible."""
+    """Control rate as a multiple of the task's (a twin may run faster); 0: as fast as it can."""
     total_steps: int | None = None
     """Stop once this actor has produced this many transitions in all (restarts included)."""
     curve_secret_key: str | None = None

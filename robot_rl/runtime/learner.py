@@ -306,7 +306,8 @@ class Learner:
         self.publish()
         self.console.print(
             f"[bold]learner[/] {cfg.task} on {self.server.bound_endpoint}: UTD {cfg.utd_ratio}, "
-            f"{cfg.agent.num_critics} critics, start after {cfg.start_steps} transitions -> {self.run_dir}"
+            f"{cfg.agent.num_critics} critics, updates after {cfg.start_steps} transitions "
+            f"-> {self.run_dir}"
         )
         previous = signal.signal(signal.SIGTERM, _interrupt)
         last_ckpt = last_log = time.monotonic()
