@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.envs.backend import Backend
+from robot_rl.envs.backend import Backend, StaleReadingError
 from robot_rl.envs.task import Task
+
+logger = logging.getLogger(__name__)
 
 
 class RobotEnv(gym.Env):
@@ -17,6 +20,12 @@ class RobotEnv(gym.Env):
     The info dict carries ``success``, ``applied_action`` (the normalised action after the
     task's safety clipping, which is what replay must store) and the task's own figures.
     A non-finite action is refused before anything reaches the backend.
+
+    A stale sensor (the backend raises ``StaleReadingError``) truncates the step, never
+    terminates it: the robot holds (nothing new is sent; the driver's watchdog holds it), the
+    reason is logged and returned in ``info["stale"]``, and the observation is the last good
+    one. Until a fresh reading arrives, further steps send nothing either: no command is ever
+    built from stale data.
     """
 
     metadata: ClassVar[dict] = {"render_modes": ["rgb_array"]}
@@ -31,6 +40,7 @@ class RobotEnv(gym.Env):
         self.observation_space = task.observation_space()
         self.action_space = task.action_space()
         self._reading = None
+        self._stale = False
         self._steps = 0
         self._rng = np.random.default_rng()
 
@@ -39,6 +49,15 @@ class RobotEnv(gym.Env):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         self.task.reset(self.backend, self._rng)
+        self._reading = self.backend.read()
+        self._stale = False
+        self._steps = 0
+        return self.task.observe(self._reading), {"success": False}
+
+    def start_in_place(self):
+        """Begin an episode from wherever the robot and the scene are now, without the task's
+        reset procedure: forward-backward training hands the robot from one task's policy to
+        the other's this way (SERL), so that neither needs a reset. Returns like ``reset``."""
         self._reading = self.backend.read()
         self._steps = 0
         return self.task.observe(self._reading), {"success": False}
@@ -51,16 +70,40 @@ class RobotEnv(gym.Env):
             raise ValueError(f"action shape {action.shape}, expected {self.action_space.shape}")
         if not np.all(np.isfinite(action)):
             raise ValueError(f"non-finite action refused: {action}")
+        if self._stale:
+            # the last read failed: act only once a fresh reading says where the robot is
+            try:
+                self._reading = self.backend.read()
+                self._stale = False
+            except StaleReadingError as error:
+                self.backend.advance()
+                return self._stale_step(error, np.zeros_like(action))
         command, applied = self.task.to_command(action, self._reading)
         self.backend.send(command)
         self.backend.advance()
-        self._reading = reading = self.backend.read()
+        try:
+            reading = self.backend.read()
+        except StaleReadingError as error:
+            return self._stale_step(error, applied)
+        self._reading = reading
         self._steps += 1
         success = self.task.success(reading)
         terminated = self.task.terminated(reading)
         truncated = not terminated and self._steps >= self.task.max_episode_steps
         info = {"success": success, "applied_action": applied, **self.task.info(reading)}
         return self.task.observe(reading), self.task.reward(reading), terminated, truncated, info
+
+    def _stale_step(self, error: StaleReadingError, applied: np.ndarray):
+        """A truncated step on the last good reading; ``applied`` is what reached the robot
+        this step (zeros when nothing was sent)."""
+        self._stale = True
+        self._steps += 1
+        reason = str(error) or type(error).__name__
+        logger.warning("stale reading, step truncated and robot holding: %s", reason)
+        reading = self._reading
+        info = {"success": False, "applied_action": applied, "stale": reason,
+                **self.task.info(reading)}
+        return self.task.observe(reading), self.task.reward(reading), False, True, info
 
     @property
     def reading(self):

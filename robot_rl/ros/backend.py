@@ -1,0 +1,424 @@
+"""The ROS 2 robot backend: the ArmBackend / CarBackend contract over the driver topics.
+
+It spins its own rclpy node (in a private context, so the host process may use rclpy too) on a
+background thread. Incoming messages are converted to reading entries as they arrive; ``read``
+assembles the newest of every required topic with approximate time sync and a staleness bound
+(``robot_rl.ros.sync``) and raises ``StaleReadingError`` naming the topic at fault. With
+``use_sim_time`` every age and period is in simulated seconds from ``/clock`` (the twin may run
+faster than real time), and a silent ``/clock`` is itself stale. ``advance`` waits one control
+period. Resets go through the driver's ``reset`` service.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import PoseStamped, Twist, TwistStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Image, Imu, JointState
+from std_msgs.msg import Bool, Float64
+from std_srvs.srv import SetBool, Trigger
+
+from robot_rl.envs.backend import Command, Reading, StaleReadingError
+from robot_rl.ros import convert
+from robot_rl.ros.qos import command_qos, sensor_qos
+from robot_rl.ros.sync import TopicHistory, synchronise
+
+ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
+
+
+@dataclass(frozen=True)
+class RosBackendConfig:
+    namespace: str = ""
+    """The robot's namespace; empty: ``/arm`` or ``/car`` by the task's robot kind."""
+    camera_namespaces: dict[str, str] = field(default_factory=dict)
+    """Camera name -> namespace; a camera not listed is at ``/<name>_cam``."""
+    use_sim_time: bool = True
+    max_age: float = 0.3
+    """Staleness bound (s): the newest data of every topic must be younger than this."""
+    slop: float = 0.1
+    """Approximate sync (s): the assembled messages' stamps lie within this of each other."""
+    clock_timeout: float = 2.0
+    """Wall seconds without ``/clock`` after which sim time counts as stopped (stale)."""
+    service_timeout: float = 10.0
+    """Wall seconds to wait for a service (reset, estop, clear_error)."""
+    ready_timeout: float = 20.0
+    """Wall seconds a reset may wait for fresh readings and for the robot to settle."""
+    objects: tuple[str, ...] | None = None
+    """Twin-only object poses to read from ``/sim/objects/<name>/pose`` (None: those the task's
+    privileged state needs)."""
+    settle_tolerance: float = 0.005
+    """move_to is done when the TCP is this close to the target (m)."""
+    wheelbase: float = 0.26
+    """The car's wheelbase (m): steering <-> yaw rate in ``cmd_vel``."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_age", "slop", "clock_timeout", "service_timeout", "ready_timeout",
+                     "settle_tolerance", "wheelbase"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"RosBackendConfig.{name} must be > 0, got {getattr(self, name)}")
+
+
+def fit_image(image: np.ndarray, size: int) -> np.ndarray:
+    """Centre-crop to a square and resample (nearest) to ``size`` x ``size``."""
+    height, width = image.shape[:2]
+    if height == width == size:
+        return image
+    side = min(height, width)
+    top, left = (height - side) // 2, (width - side) // 2
+    index = (np.arange(size) * side / size).astype(int)
+    return image[top + index][:, left + index]
+
+
+class RosRobotBackend:
+    """Topic plumbing, time, sync and services shared by the arm and the car backends."""
+
+    is_simulated = False  # the scene is placed by the twin node's reset service, not from here
+
+    def __init__(self, task, config: RosBackendConfig, default_namespace: str):
+        self.task = task
+        self.config = config
+        self.control_hz = float(task.control_hz)
+        self.camera_names = tuple(task.cameras)
+        self.namespace = (config.namespace or default_namespace).rstrip("/")
+        self._histories: list[TopicHistory] = []
+        self._clock = threading.Condition()
+        self._sim_now: float | None = None
+        self._clock_wall: float | None = None
+        self._last_tick: float | None = None
+        self.reading_stamp: float | None = None
+        """The stamp of the slowest sensor in the last reading (its age says how old the
+        observation is)."""
+        self._context = Context()
+        rclpy.init(context=self._context, args=[])  # args=[]: never parse the host's argv
+        self.node = rclpy.create_node(
+            f"robot_rl_backend_{task.robot}", context=self._context,
+            parameter_overrides=[Parameter("use_sim_time", value=config.use_sim_time)],
+        )
+        if config.use_sim_time:
+            self.node.create_subscription(Clock, "/clock", self._on_clock, sensor_qos(1))
+        for camera in self.camera_names:
+            ns = config.camera_namespaces.get(camera, f"/{camera}_cam").rstrip("/")
+            self.subscribe(f"{ns}/image_raw", Image, self._image_extractor(camera))
+        self._clients: dict[str, object] = {}
+        self._executor = SingleThreadedExecutor(context=self._context)
+        self._executor.add_node(self.node)
+        self._spinner = threading.Thread(target=self._spin, name="ros-backend", daemon=True)
+        self._spinner.start()
+
+    # -- topics ------------------------------------------------------------------------------
+    def topic(self, relative: str) -> str:
+        return f"{self.namespace}/{relative}"
+
+    def subscribe(self, topic: str, msg_type, extract) -> TopicHistory:
+        """Keep a history of ``extract(msg)`` (reading entries) stamped by the header."""
+        history = TopicHistory(topic)
+        logger = self.node.get_logger()
+
+        def callback(msg) -> None:
+            try:
+                entries = extract(msg)
+            except (ValueError, KeyError) as error:  # malformed data never becomes a reading
+                logger.warning(f"{topic}: dropped a message: {error}",
+                               throttle_duration_sec=5.0)
+                return
+            history.add(convert.from_stamp(msg.header.stamp), entries)
+
+        self.node.create_subscription(msg_type, topic, callback, sensor_qos())
+        self._histories.append(history)
+        return history
+
+    def _image_extractor(self, camera: str):
+        size = self.task.image_size
+        return lambda msg: {f"image/{camera}": fit_image(convert.image_to_rgb(msg), size)}
+
+    def _on_clock(self, msg: Clock) -> None:
+        with self._clock:
+            self._sim_now = convert.from_stamp(msg.clock)
+            self._clock_wall = time.monotonic()
+            self._clock.notify_all()
+
+    def _spin(self) -> None:
+        try:
+            self._executor.spin()
+        except Exception:  # the context was shut down by close()
+            if self._context.ok():
+                raise
+
+    # -- time ----------------------------------------------------------------------------------
+    def now(self) -> float:
+        """Seconds on the clock that stamps the sensors (simulated or wall time)."""
+        if not self.config.use_sim_time:
+            return time.time()
+        with self._clock:
+            return -np.inf if self._sim_now is None else self._sim_now
+
+    def _check_clock(self) -> None:
+        if not self.config.use_sim_time:
+            return
+        with self._clock:
+            wall = self._clock_wall
+        if wall is None:
+            raise StaleReadingError("/clock: no simulated time received yet")
+        silent = time.monotonic() - wall
+        if silent > self.config.clock_timeout:
+            raise StaleReadingError(f"/clock: silent for {silent:.2f} s (physics stopped?)")
+
+    def _wait_until(self, target: float) -> None:
+        if not self.config.use_sim_time:
+            time.sleep(max(0.0, target - time.time()))
+            return
+        # bounded on the wall clock: a stopped simulation must not hang the control loop
+        wall_deadline = time.monotonic() + self.config.clock_timeout
+        with self._clock:
+            while self._sim_now is None or self._sim_now < target:
+                left = wall_deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._clock.wait(left)
+
+    # -- the backend contract ------------------------------------------------------------------
+    def read(self) -> Reading:
+        self._check_clock()
+        reading, self.reading_stamp = synchronise(self._histories, self.now(),
+                                                  self.config.max_age, self.config.slop)
+        return self.complete(reading)
+
+    def complete(self, reading: Reading) -> Reading:
+        """Derived entries a subclass adds to a synchronised reading."""
+        return reading
+
+    def advance(self) -> None:
+        """Return one control period after the previous return; a late caller is not made to
+        catch up (the schedule restarts from now)."""
+        period = 1.0 / self.control_hz
+        now = self.now()
+        target = now + period if self._last_tick is None else self._last_tick + period
+        if target < now:
+            target = now
+        self._wait_until(target)
+        self._last_tick = target
+
+    def wait_until_ready(self, timeout: float | None = None) -> Reading:
+        """Poll ``read`` until it succeeds; re-raise the last staleness after ``timeout``."""
+        deadline = time.monotonic() + (timeout or self.config.ready_timeout)
+        while True:
+            try:
+                return self.read()
+            except StaleReadingError as error:
+                if time.monotonic() > deadline:
+                    raise StaleReadingError(f"not ready after waiting: {error}") from error
+            time.sleep(0.02)
+
+    # -- services ------------------------------------------------------------------------------
+    def _call(self, srv_type, name: str, request):
+        topic = self.topic(name)
+        client = self._clients.get(topic)
+        if client is None:
+            client = self._clients[topic] = self.node.create_client(srv_type, topic)
+        timeout = self.config.service_timeout
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"service {topic} not available after {timeout} s")
+        done = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout):
+            client.remove_pending_request(future)
+            raise TimeoutError(f"service {topic} did not answer within {timeout} s")
+        return future.result()
+
+    def reset_robot(self) -> str:
+        """The driver's reset: to its reset pose (the twin also randomises its scene)."""
+        response = self._call(Trigger, "reset", Trigger.Request())
+        if not response.success:
+            raise RuntimeError(f"{self.topic('reset')} refused: {response.message}")
+        self._last_tick = None
+        return response.message
+
+    def estop(self, engaged: bool = True) -> str:
+        return self._call(SetBool, "estop", SetBool.Request(data=bool(engaged))).message
+
+    def clear_error(self) -> str:
+        return self._call(Trigger, "clear_error", Trigger.Request()).message
+
+    def close(self) -> None:
+        if self._context.ok():
+            self._executor.shutdown(timeout_sec=1.0)
+            self.node.destroy_node()
+            self._context.try_shutdown()
+        self._spinner.join(timeout=2.0)
+
+
+class RosArmBackend(RosRobotBackend):
+    """ArmBackend over ``joint_states``, ``ee_pose``, ``ee_twist``, ``ee_wrench``,
+    ``gripper/joint_states`` (+ cameras, + twin-only object poses); commands on ``cmd/ee_pose``
+    and ``cmd/gripper``."""
+
+    def __init__(self, task, config: RosBackendConfig | None = None):
+        config = config or RosBackendConfig()
+        super().__init__(task, config, "/arm")
+        t = self.topic
+        self._pose = self.subscribe(t("ee_pose"), PoseStamped, _pose_entries("tcp"))
+        self.subscribe(t("joint_states"), JointState, _arm_joint_entries)
+        self.subscribe(t("ee_twist"), TwistStamped,
+                       lambda m: {"tcp_vel": convert.twist_stamped_to_array(m)})
+        self.subscribe(t("ee_wrench"), WrenchStamped,
+                       lambda m: {"wrench": convert.wrench_stamped_to_array(m)})
+        self.subscribe(t("gripper/joint_states"), JointState, _gripper_entries)
+        objects = config.objects if config.objects is not None else _privileged_objects(task)
+        for name in objects:
+            self.subscribe(f"/sim/objects/{name}/pose", PoseStamped,
+                           _pose_entries(f"object/{name}"))
+        self._pose_pub = self.node.create_publisher(PoseStamped, t("cmd/ee_pose"), command_qos())
+        self._gripper_pub = self.node.create_publisher(Float64, t("cmd/gripper"), command_qos())
+        self._quat = np.array([0.0, 1.0, 0.0, 0.0])
+        self._driver_reset_due = True
+
+    def send(self, command: Command) -> None:
+        self._publish(command)
+        self._driver_reset_due = True  # the next move_to begins a new reset procedure
+
+    def _publish(self, command: Command) -> None:
+        pos = np.asarray(command["tcp_pos"], np.float64)
+        quat = np.asarray(command.get("tcp_quat", self._quat), np.float64)
+        stamp = max(self.now(), 0.0)
+        msg = convert.pose_to_msg(pos, quat, stamp, "base")  # refuses non-finite values
+        gripper = command.get("gripper")
+        if gripper is not None:
+            value = float(np.asarray(gripper).reshape(-1)[0])
+            if not np.isfinite(value):
+                raise ValueError(f"non-finite gripper command refused: {gripper}")
+            self._gripper_pub.publish(Float64(data=float(np.clip(value, 0.0, 1.0))))
+        self._pose_pub.publish(msg)
+        self._quat = quat
+
+    def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
+        """Stream the pose until the TCP settles there, then wait until every sensor is fresh.
+
+        The first move_to of a task's reset procedure (the first ever, or the first after
+        policy commands) goes through the driver's ``reset`` service first: the driver moves to
+        its reset pose, and the twin also randomises its scene; the task's own sequence then
+        runs on top, as it does on a robot."""
+        if self._driver_reset_due:
+            self.reset_robot()
+            self._driver_reset_due = False
+        start = self.now()
+        target = np.asarray(tcp_pos, np.float64)
+        command = {"tcp_pos": target, "tcp_quat": np.asarray(tcp_quat), "gripper": [gripper]}
+        deadline = time.monotonic() + self.config.ready_timeout
+        while time.monotonic() < deadline:
+            self._publish(command)
+            self.advance()
+            entries = self._pose.snapshot()
+            if entries and entries[-1][0] > start:
+                error = np.linalg.norm(entries[-1][1]["tcp_pos"] - target)
+                if error < self.config.settle_tolerance:
+                    break
+        else:
+            self.node.get_logger().warning(
+                f"move_to: TCP did not settle within {self.config.settle_tolerance} m of "
+                f"{target}")
+        self.wait_until_ready()  # the episode starts only once every sensor is fresh
+
+    def place_object(self, name: str, pos: np.ndarray, quat: np.ndarray) -> None:
+        raise NotImplementedError(
+            "the ROS backend cannot place objects; the twin node's reset service randomises "
+            "the scene")
+
+
+class RosCarBackend(RosRobotBackend):
+    """CarBackend over ``odom`` and ``imu`` (+ cameras); commands on ``cmd_vel``. A wall
+    contact is read from the twin's ``/sim/collision`` (latched until the next read)."""
+
+    FLIP_UP_Z = 0.3
+
+    def __init__(self, task, config: RosBackendConfig | None = None):
+        config = config or RosBackendConfig()
+        super().__init__(task, config, "/car")
+        self.subscribe(self.topic("odom"), Odometry, self._odom_entries)
+        self.subscribe(self.topic("imu"), Imu, _imu_entries)
+        self._collided = False
+        self._collision_lock = threading.Lock()
+        self.node.create_subscription(Bool, "/sim/collision", self._on_collision, sensor_qos())
+        self._cmd_pub = self.node.create_publisher(Twist, self.topic("cmd_vel"), command_qos())
+
+    def _odom_entries(self, msg: Odometry) -> Reading:
+        pos, quat, velocity = convert.odometry_to_arrays(msg)
+        _, x, y, _ = quat
+        up_z = 1 - 2 * (x * x + y * y)
+        return {
+            "pose": np.array([pos[0], pos[1], convert.quat_to_yaw(quat)]),
+            "velocity": np.array([velocity[0], velocity[1], velocity[5]]),
+            "flipped": np.array([float(up_z < self.FLIP_UP_Z)]),
+        }
+
+    def _on_collision(self, msg: Bool) -> None:
+        if msg.data:
+            with self._collision_lock:
+                self._collided = True
+
+    def complete(self, reading: Reading) -> Reading:
+        with self._collision_lock:
+            reading["collision"] = np.array([float(self._collided)])
+            self._collided = False
+        return reading
+
+    def send(self, command: Command) -> None:
+        speed = float(np.asarray(command["speed"]).reshape(-1)[0])
+        steering = float(np.asarray(command["steering"]).reshape(-1)[0])
+        yaw_rate = speed * np.tan(steering) / self.config.wheelbase
+        self._cmd_pub.publish(convert.array_to_twist([speed, 0, 0, 0, 0, yaw_rate]))
+
+    def place_car(self, x: float, y: float, yaw: float) -> None:
+        raise NotImplementedError(
+            "the ROS backend cannot place the car; call reset_robot() (the twin node's reset "
+            "service runs the task's reset procedure)")
+
+
+def _pose_entries(prefix: str):
+    def extract(msg: PoseStamped) -> Reading:
+        pos, quat = convert.msg_to_pose(msg)
+        return {f"{prefix}_pos": pos, f"{prefix}_quat": quat}
+
+    return extract
+
+
+def _arm_joint_entries(msg: JointState) -> Reading:
+    pos, vel, _ = convert.joint_state_to_arrays(msg, ARM_JOINTS)
+    return {"joint_pos": pos, "joint_vel": vel}
+
+
+def _gripper_entries(msg: JointState) -> Reading:
+    pos, _, _ = convert.joint_state_to_arrays(msg, ["gripper"])
+    return {"gripper_pos": np.clip(pos, 0.0, 1.0)}
+
+
+def _imu_entries(msg: Imu) -> Reading:
+    _, gyro, accel = convert.imu_to_arrays(msg)
+    return {"imu_accel": accel, "imu_gyro": gyro}
+
+
+def _privileged_objects(task) -> tuple[str, ...]:
+    """The twin objects a task's privileged state reads (none for a real-robot task)."""
+    if not getattr(task, "privileged_state", False):
+        return ()
+    from robot_rl.sim.arm_scenes import build_scene  # MJCF text only; no MuJoCo import
+
+    scene = build_scene(task.name)
+    return scene.free_objects + scene.mocap_objects + tuple(scene.object_sites)
+
+
+def make_ros_backend(task, config: RosBackendConfig | None = None) -> RosRobotBackend:
+    if task.robot == "arm":
+        return RosArmBackend(task, config)
+    if task.robot == "car":
+        return RosCarBackend(task, config)
+    raise ValueError(f"no ROS backend for robot kind {task.robot!r}")

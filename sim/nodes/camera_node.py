@@ -1,0 +1,114 @@
+"""A twin camera as its own process, like a real camera driver (so a test can kill it).
+
+A camera cannot read another process's physics: the physics node publishes the full simulation
+state on ``/sim/state``; this node keeps its own copy of the same MJCF model, applies each state
+and renders the named MuJoCo camera at ``rate`` (simulated Hz). Publishes ``image_raw`` (rgb8)
+and ``camera_info`` on sensor-data QoS, stamped with the simulated time of the state it shows.
+
+    python -m robot_rl.sim.nodes.camera_node --ros-args -r __ns:=/front_cam -p camera:=front
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import Float64MultiArray
+
+from robot_rl.ros.convert import array_to_image, camera_info
+from robot_rl.ros.node_base import Param, declare_params, main_for, positive
+from robot_rl.ros.qos import sensor_qos, state_qos
+from robot_rl.sim.nodes.twin_driver import SIM_STATE_TOPIC
+
+
+def twin_model(task_name: str):
+    """The MuJoCo model the physics node of ``task_name`` simulates."""
+    import mujoco
+
+    from robot_rl.envs.task import make_task
+
+    task = make_task(task_name)
+    if task.robot == "arm":
+        from robot_rl.sim.arm_scenes import build_scene
+
+        return mujoco.MjModel.from_xml_string(build_scene(task.name).xml)
+    from robot_rl.sim.car_twin import MODEL_XML
+
+    return mujoco.MjModel.from_xml_path(str(MODEL_XML))
+
+
+def _positive_int(name: str, default: int, description: str) -> Param:
+    return Param(name, default, description, lambda v: v > 0, "must be a positive integer")
+
+
+class CameraTwinNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__(
+            "camera_twin", parameter_overrides=[Parameter("use_sim_time", value=True)], **kwargs
+        )
+        self.params = p = declare_params(self, [
+            Param("task", "pick_cube", "task whose scene the physics node simulates"),
+            Param("camera", "front", "MuJoCo camera name in the model"),
+            positive("rate", 30.0, "frames per simulated second"),
+            _positive_int("width", 128, "image width (px)"),
+            _positive_int("height", 128, "image height (px)"),
+            Param("frame_id", "", "frame of the images (default: the camera name)"),
+        ])
+        import mujoco
+
+        self._mujoco = mujoco
+        self.model = twin_model(p["task"])
+        cameras = [self.model.camera(i).name for i in range(self.model.ncam)]
+        if p["camera"] not in cameras:
+            from robot_rl.ros.node_base import ParameterError
+
+            raise ParameterError(f"{self.get_fully_qualified_name()}: camera {p['camera']!r} "
+                                 f"is not in the {p['task']} model; it has {cameras}")
+        self.data = mujoco.MjData(self.model)
+        self._renderer = mujoco.Renderer(self.model, p["height"], p["width"])
+        self._fovy = float(self.model.cam_fovy[self.model.camera(p["camera"]).id])
+        self._frame = p["frame_id"] or p["camera"]
+        self._period = 1.0 / p["rate"]
+        self._next_frame = -np.inf
+        self._sizes = (self.model.nq, 3 * self.model.nmocap, 4 * self.model.nmocap)
+        self._warned = False
+        self._image_pub = self.create_publisher(Image, "image_raw", sensor_qos())
+        self._info_pub = self.create_publisher(CameraInfo, "camera_info", sensor_qos())
+        self.create_subscription(Float64MultiArray, SIM_STATE_TOPIC, self._on_state, state_qos())
+
+    def _on_state(self, msg: Float64MultiArray) -> None:
+        time = msg.data[0]
+        if time < self._next_frame:
+            return
+        # frames are due every period; after a pause (or a reset's jump) start afresh
+        self._next_frame = max(self._next_frame + self._period, time - self._period)
+        state = np.frombuffer(msg.data, np.float64)[1:]
+        nq, npos, nquat = self._sizes
+        if len(state) != nq + npos + nquat:
+            if not self._warned:
+                self.get_logger().error(f"/sim/state has {len(state)} values, this model needs "
+                                        f"{nq + npos + nquat}: is the physics node's task "
+                                        f"{self.params['task']!r}?")
+                self._warned = True
+            return
+        d = self.data
+        d.qpos[:] = state[:nq]
+        d.mocap_pos[:] = state[nq:nq + npos].reshape(-1, 3)
+        d.mocap_quat[:] = state[nq + npos:].reshape(-1, 4)
+        self._mujoco.mj_forward(self.model, d)
+        self._renderer.update_scene(d, camera=self.params["camera"])
+        pixels = self._renderer.render()
+        self._image_pub.publish(array_to_image(pixels, "rgb8", time, self._frame))
+        p = self.params
+        self._info_pub.publish(camera_info(p["width"], p["height"], self._fovy, time, self._frame))
+
+    def destroy_node(self) -> None:
+        self._renderer.close()
+        super().destroy_node()
+
+
+main = main_for(CameraTwinNode)
+
+if __name__ == "__main__":
+    main()

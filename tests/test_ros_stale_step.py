@@ -1,0 +1,127 @@
+"""RobotEnv on a stale sensor (a fake backend, no ROS): truncated, holding, never a crash and
+never a command from stale data; and the approximate time sync that raises it."""
+
+import numpy as np
+import pytest
+
+from robot_rl.envs.backend import StaleReadingError
+from robot_rl.envs.robot_env import RobotEnv
+from robot_rl.envs.task import make_task
+
+
+class FakeArm:
+    """Readings of a still arm; ``stale`` makes read() raise, ``sent`` records commands."""
+
+    is_simulated = True
+    control_hz = 10.0
+    camera_names = ()
+
+    def __init__(self):
+        self.stale = False
+        self.sent = []
+        self.advances = 0
+        self.tcp = np.array([0.5, 0.0, 0.15])
+
+    def read(self):
+        if self.stale:
+            raise StaleReadingError("/front_cam/image_raw: newest message is 0.900 s old")
+        return {
+            "tcp_pos": self.tcp.copy(), "tcp_quat": np.array([0.0, 1.0, 0.0, 0.0]),
+            "tcp_vel": np.zeros(6), "gripper_pos": np.zeros(1), "joint_pos": np.zeros(7),
+            "joint_vel": np.zeros(7), "wrench": np.zeros(6),
+            "object/cube_pos": np.array([0.5, 0.05, 0.025]),
+            "object/cube_quat": np.array([1.0, 0.0, 0.0, 0.0]),
+        }
+
+    def send(self, command):
+        self.sent.append(command)
+        self.tcp = np.asarray(command["tcp_pos"], float)
+
+    def advance(self):
+        self.advances += 1
+
+    def move_to(self, tcp_pos, tcp_quat, gripper):
+        self.tcp = np.asarray(tcp_pos, float)
+
+    def place_object(self, name, pos, quat):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_stale_reading_truncates_holds_and_recovers():
+    backend = FakeArm()
+    env = RobotEnv(make_task("pick_cube"), backend)
+    env.reset(seed=0)
+    action = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
+    env.step(action)
+    assert len(backend.sent) == 1
+
+    backend.stale = True
+    stale_obs, reward, terminated, truncated, info = env.step(action)
+    assert truncated and not terminated
+    assert "front_cam/image_raw" in info["stale"]
+    assert np.isfinite(reward)
+    assert env.observation_space.contains(stale_obs)
+    sent_before = len(backend.sent)
+
+    # while stale, steps send nothing: no command is built from the last (old) reading
+    for _ in range(3):
+        _, _, terminated, truncated, info = env.step(action)
+        assert truncated and not terminated and "stale" in info
+        np.testing.assert_array_equal(info["applied_action"], np.zeros(4))
+    assert len(backend.sent) == sent_before
+    assert backend.advances >= 5  # time still passes while holding
+
+    backend.stale = False
+    _, _, terminated, truncated, info = env.step(action)
+    assert "stale" not in info and not terminated
+    assert len(backend.sent) == sent_before + 1
+
+
+def test_reset_clears_stale_state():
+    backend = FakeArm()
+    env = RobotEnv(make_task("pick_cube"), backend)
+    env.reset(seed=0)
+    backend.stale = True
+    env.step(np.zeros(4, np.float32))
+    backend.stale = False
+    env.reset(seed=1)
+    _, _, _, truncated, info = env.step(np.zeros(4, np.float32))
+    assert "stale" not in info and not truncated
+
+
+# -- approximate time sync (robot_rl.ros.sync is plain numpy) --------------------------------
+def _history(topic, stamps):
+    from robot_rl.ros.sync import TopicHistory
+
+    history = TopicHistory(topic)
+    for stamp in stamps:
+        history.add(stamp, {topic: np.array([stamp])})
+    return history
+
+
+def test_sync_picks_the_entries_nearest_the_slowest_topic():
+    from robot_rl.ros.sync import synchronise
+
+    fast = _history("fast", [1.00, 1.02, 1.04, 1.06])
+    slow = _history("slow", [0.97, 1.03])
+    reading, reference = synchronise([fast, slow], now=1.07, max_age=0.2, slop=0.015)
+    assert reference == 1.03
+    assert reading["fast"][0] in (1.02, 1.04) and reading["slow"][0] == 1.03
+
+
+def test_sync_names_the_stale_or_missing_topic():
+    from robot_rl.ros.sync import TopicHistory, synchronise
+
+    fast = _history("/arm/ee_pose", [2.0, 2.1])
+    slow = _history("/wrist_cam/image_raw", [1.0])
+    with pytest.raises(StaleReadingError, match=r"wrist_cam/image_raw.*old"):
+        synchronise([fast, slow], now=2.1, max_age=0.3, slop=0.1)
+    with pytest.raises(StaleReadingError, match=r"front_cam.*no message"):
+        synchronise([fast, TopicHistory("/front_cam/image_raw")], now=2.1, max_age=0.3,
+                    slop=0.1)
+    apart = _history("/arm/joint_states", [1.5])
+    with pytest.raises(StaleReadingError, match=r"joint_states.*lags.*ee_pose"):
+        synchronise([fast, apart], now=1.6, max_age=1.0, slop=0.1)
