@@ -57,6 +57,9 @@ class ActorConfig:
     """The learner's public CURVE key file."""
     fsync: str = "never"
     """Outbox flush policy: 'never' survives a killed process, 'always' also a power cut."""
+    flush_timeout: float = 30.0
+    """At the end of the run, wait this long for the learner to acknowledge the outbox (what
+    is left stays on disk and is sent by the next run with the same outbox)."""
     log_every: float = 5.0
     """Seconds between progress lines."""
 
@@ -142,11 +145,17 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
             if time.monotonic() - last_log >= cfg.log_every:
                 last_log = time.monotonic()
                 _progress(console, outbox, client, policy, episodes, recent_success, rate)
+        if outbox.backlog:
+            console.print(
+                f"waiting up to {cfg.flush_timeout:.0f} s for the learner to acknowledge "
+                f"{outbox.backlog} transitions"
+            )
+        client.stop(flush_timeout=cfg.flush_timeout)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: {outbox.backlog} transitions wait in the outbox")
         raise
     finally:
-        client.stop(flush_timeout=5.0)
+        client.stop()
         outbox.close()
         env.close()
     period = rate.period_stats()

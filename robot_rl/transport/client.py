@@ -84,7 +84,7 @@ class TransportClient:
     def stop(self, flush_timeout: float = 0.0) -> None:
         """Stop; with ``flush_timeout`` first wait that long for the outbox to be acknowledged."""
         deadline = time.monotonic() + flush_timeout
-        while self.outbox.backlog and time.monotonic() < deadline and self.connected:
+        while self.outbox.backlog and time.monotonic() < deadline and self.refused_reason is None:
             time.sleep(0.05)
         self._stop.set()
         self._thread.join(timeout=5)
@@ -116,8 +116,8 @@ class TransportClient:
                     last_hello = now
                 if welcomed:
                     send_cursor = max(send_cursor, self.outbox.acked)
-                    if self.outbox.acked >= send_cursor:
-                        last_progress = now  # nothing in flight
+                    if self.outbox.backlog == 0:
+                        last_progress = now  # nothing waits for an acknowledgement
                     elif now - last_progress > self.resend_after:
                         send_cursor = self.outbox.acked  # acknowledgements stopped: go back
                         last_progress = now

@@ -1,0 +1,224 @@
+"""Transport figures, one JSON line each.
+
+- ``transport_throughput``: transitions per second from the actor's outbox to the learner's
+  queue over loopback TCP, every batch validated, logged (fsync) and acknowledged; state-only
+  transitions and transitions with two 128x128 cameras.
+- ``weights_broadcast``: latency from ``publish_weights`` to the actor's slot, for the acting
+  parameters of the pixel agent (two 128x128 cameras, conv encoder).
+- ``actor_control_period``: the actor's control period p50/p99 at 10 Hz on pick_cube, alone
+  (baseline) and while a learner process trains on the same machine.
+
+    python benchmarks/transport.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.transport.client import TransportClient
+from robot_rl.transport.ingest_log import IngestLog
+from robot_rl.transport.messages import encode_transition
+from robot_rl.transport.outbox import Outbox
+from robot_rl.transport.server import TransportServer
+
+ACTION_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+
+
+def _endpoint() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+def _spaces(cameras: int) -> gym.spaces.Dict:
+    spaces = {"state": gym.spaces.Box(-np.inf, np.inf, (10,), np.float32)}
+    for i in range(cameras):
+        spaces[f"cam{i}"] = gym.spaces.Box(0, 255, (128, 128, 3), np.uint8)
+    return gym.spaces.Dict(spaces)
+
+
+def _pair(directory: Path, obs_space, fsync: str):
+    endpoint = _endpoint()
+    server = TransportServer(
+        endpoint,
+        task="bench",
+        observation_space=obs_space,
+        action_space=ACTION_SPACE,
+        welcome_info={},
+        ingest_log=IngestLog(directory / "ingest", fsync=fsync),
+    ).start()
+    hello = {
+        "task": "bench",
+        "observation_space": dict_space_to_json(obs_space),
+        "action_space": box_to_json(ACTION_SPACE),
+    }
+    client = TransportClient(endpoint, "bench", hello, Outbox(directory / "outbox")).start()
+    if not client.wait_welcome(10):
+        raise RuntimeError("no welcome from the benchmark server")
+    return server, client
+
+
+def throughput(cameras: int, count: int, fsync: str) -> dict:
+    obs_space = _spaces(cameras)
+    rng = np.random.default_rng(0)
+    frames = []
+    for i in range(count):
+        # Camera-like content (smooth gradients plus noise) so compression is realistic.
+        obs = {k: np.asarray(s.sample(), s.dtype) for k, s in obs_space.spaces.items()}
+        for key in obs:
+            if key.startswith("cam"):
+                ramp = np.linspace(0, 200, 128, dtype=np.float32)[None, :, None]
+                noise = rng.integers(0, 24, (128, 128, 3))
+                obs[key] = (ramp + noise + i % 30).astype(np.uint8)
+        frames.append(encode_transition(obs, np.zeros(4, np.float32), 0.0, False, False, obs))
+    with tempfile.TemporaryDirectory() as tmp:
+        server, client = _pair(Path(tmp), obs_space, fsync)
+        try:
+            start = time.perf_counter()
+            for frame in frames:
+                client.outbox.append(frame)
+            received = 0
+            while received < count:
+                batch = server.received.get(timeout=60)
+                received += len(batch.transitions)
+            while client.outbox.backlog:
+                time.sleep(0.001)
+            elapsed = time.perf_counter() - start
+        finally:
+            client.stop()
+            server.stop()
+    return {
+        "benchmark": "transport_throughput",
+        "observations": "state" if cameras == 0 else f"state + {cameras} x 128x128 cameras",
+        "ingest_fsync": fsync,
+        "transitions": count,
+        "transitions_per_s": round(count / elapsed, 1),
+        "wire_bytes_per_transition": int(np.mean([len(f) for f in frames])),
+    }
+
+
+def weights_latency(repeats: int) -> dict:
+    from robot_rl.agents.config import AgentConfig
+    from robot_rl.agents.sac import SACAgent
+    from robot_rl.runtime.acting_policy import weights_bytes
+
+    obs_space = _spaces(2)
+    agent = SACAgent.create(0, obs_space, ACTION_SPACE, AgentConfig(num_critics=2))
+    payload = weights_bytes(agent)
+    latencies = []
+    with tempfile.TemporaryDirectory() as tmp:
+        server, client = _pair(Path(tmp), obs_space, "never")
+        try:
+            for version in range(1, repeats + 1):
+                start = time.perf_counter()
+                serialise_start = time.perf_counter()
+                payload = weights_bytes(agent)  # part of every broadcast
+                serialise = time.perf_counter() - serialise_start
+                server.publish_weights(version, payload)
+                while (client.latest_weights() or (0,))[0] != version:
+                    time.sleep(0.0002)
+                latencies.append(time.perf_counter() - start)
+        finally:
+            client.stop()
+            server.stop()
+    ms = np.asarray(latencies) * 1000
+    return {
+        "benchmark": "weights_broadcast",
+        "agent": "conv encoder, two 128x128 cameras",
+        "weights_bytes": len(payload),
+        "serialise_ms": round(serialise * 1000, 2),
+        "latency_ms_p50": round(float(np.percentile(ms, 50)), 2),
+        "latency_ms_p99": round(float(np.percentile(ms, 99)), 2),
+        "repeats": repeats,
+    }
+
+
+def _cli(*args: str, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "robot_rl.cli", *args],
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def control_period(seconds: float, with_learner: bool) -> dict:
+    steps = int(seconds * 10)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        endpoint = _endpoint()
+        learner = None
+        if with_learner:
+            learner = _cli(
+                "learner", "--task", "pick_cube", "--bind", endpoint, "--run-dir",
+                str(tmp / "learner"), "--demos", "20", "--start-steps", "50", "--total-steps", "0",
+                log=tmp / "learner.log",
+            )  # fmt: skip
+            deadline = time.monotonic() + 300
+            while "learner pick_cube on" not in (tmp / "learner.log").read_text():
+                if time.monotonic() > deadline or learner.poll() is not None:
+                    raise RuntimeError((tmp / "learner.log").read_text()[-2000:])
+                time.sleep(0.5)
+        actor = _cli(
+            "actor", "--task", "pick_cube", "--learner", endpoint, "--actor-id", "bench",
+            "--outbox-dir", str(tmp / "outbox"), "--speedup", "1", "--total-steps", str(steps),
+            "--flush-timeout", "5" if with_learner else "0", "--log-every", "1000",
+            log=tmp / "actor.log",
+        )  # fmt: skip
+        actor.wait(timeout=seconds * 4 + 120)
+        summary = json.loads((tmp / "actor.log").read_text().strip().splitlines()[-1])
+        updates = -1
+        if learner is not None:
+            os.killpg(learner.pid, signal.SIGINT)
+            learner.wait(timeout=120)
+            found = re.findall(r"updates (\d+)", (tmp / "learner.log").read_text())
+            updates = int(found[-1]) if found else 0
+    return {
+        "benchmark": "actor_control_period",
+        "target_hz": 10,
+        "learner_training": with_learner,
+        "learner_updates": updates,
+        "steps": steps,
+        "period_ms_p50": round(summary["control_period_ms_p50"], 2),
+        "period_ms_p99": round(summary["control_period_ms_p99"], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer transitions, shorter runs")
+    args = parser.parse_args()
+    n_state, n_image, seconds = (2000, 200, 15) if args.quick else (20000, 1000, 60)
+    results = [
+        throughput(0, n_state, "always"),
+        throughput(0, n_state, "never"),
+        throughput(2, n_image, "always"),
+        weights_latency(20 if args.quick else 100),
+    ]
+    for result in results:
+        print(json.dumps(result), flush=True)
+    baseline = control_period(seconds, with_learner=False)
+    print(json.dumps(baseline), flush=True)
+    loaded = control_period(seconds, with_learner=True)
+    loaded["p99_vs_baseline"] = round(loaded["period_ms_p99"] / baseline["period_ms_p99"], 2)
+    print(json.dumps(loaded), flush=True)
+
+
+if __name__ == "__main__":
+    main()
