@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -55,10 +56,8 @@ class Proc:
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.popen.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, sig)
-            except ProcessLookupError:
-                pass
             self.popen.wait(10)
 
     def stop(self) -> None:
