@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import tyro
 from rich.console import Console
 
 
 @dataclass
 class KeysConfig:
-    directory: str
+    directory: tyro.conf.Positional[str]
     """Where to write learner.key(_secret), actor.key(_secret) and authorized_actors/."""
 
 

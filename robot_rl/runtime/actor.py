@@ -183,11 +183,12 @@ def _refresh_policy(policy, client: TransportClient, env):
 
 
 def _progress(console, outbox, client, policy, episodes, recent_success, rate) -> None:
-    success = np.mean(recent_success[-20:]) if recent_success else float("nan")
+    recent = recent_success[-20:]
+    success = f"{np.mean(recent):.0%}" if recent else "-"
     period = rate.period_stats()
     hz = 1000.0 / period["mean_ms"] if period["mean_ms"] else float("nan")
     console.print(
-        f"steps {outbox.next_seq} | episodes {episodes} | success (last 20) {success:.0%} | "
+        f"steps {outbox.next_seq} | episodes {episodes} | success (last 20) {success} | "
         f"control {hz:.1f} Hz (p99 period {period['p99_ms']:.1f} ms) | "
         f"weights v{policy.version if policy else -1} | "
         f"unacknowledged {outbox.backlog} | {'connected' if client.connected else 'NOT connected'}"

@@ -37,11 +37,18 @@ from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
 from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import decode_transition
-from robot_rl.transport.security import ServerKeys
+from robot_rl.transport.security import ServerKeys, check_bind
 from robot_rl.transport.server import TransportServer
 
 EXTRA_FIELDS = {"actor": ((), np.int32), "seq": ((), np.int64), "intervened": ((), np.bool_)}
 """Per transition: which actor (its stream index), its sequence number, operator override."""
+EPISODE_METRICS = {
+    "return": "charts/episode_return",
+    "length": "charts/episode_length",
+    "success": "charts/success",
+    "intervention_rate": "robot/intervention_rate",
+}
+"""An actor's episode figures under the names the single-process loop logs them."""
 
 
 @dataclass
@@ -114,6 +121,8 @@ class LearnerConfig:
             raise ValueError("--curve-secret-key and --authorized-keys go together")
         if self.resume and self.run_dir is None:
             raise ValueError("--resume needs --run-dir of the learner run to continue")
+        if self.curve_secret_key is None:
+            check_bind(self.bind, None)  # before minutes of setup, not after
         self.agent.validate()
 
 
@@ -270,7 +279,7 @@ class Learner:
             self.episodes += 1
             success = float(episode.get("success", 0.0))
             self.recent_success.append(success)
-            values = {f"charts/episode_{k}": v for k, v in episode.items() if k != "time"}
+            values = {EPISODE_METRICS[k]: v for k, v in episode.items() if k in EPISODE_METRICS}
             self.logger.scalars(self.received, values)
 
     def allowed_updates(self) -> int:
@@ -366,11 +375,12 @@ class Learner:
         return summary
 
     def _progress(self, updates_per_second: float) -> None:
-        success = np.mean(self.recent_success[-20:]) if self.recent_success else float("nan")
+        recent = self.recent_success[-20:]
+        success = f"{np.mean(recent):.0%}" if recent else "-"
         backlog = self.server.received.qsize()
         self.console.print(
             f"transitions {self.received} | actors {len(self.server.connected_actors)} | "
-            f"episodes {self.episodes} | success (last 20) {success:.0%} | "
+            f"episodes {self.episodes} | success (last 20) {success} | "
             f"updates {self.updates} ({updates_per_second:.0f}/s) | weights v{self.version} | "
             f"queued {backlog} | refused {sum(self.server.refused.values())}"
         )

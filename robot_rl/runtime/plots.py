@@ -36,6 +36,15 @@ def plot_curves(run_dir: str | Path, out_name: str = "curves.png") -> Path | Non
             label="95% CI",
         )
         ax_return.plot(steps, [e["return_mean"] for e in evals], marker="o", label="eval")
+    successes = [m for m in episodes if "charts/success" in m]
+    if successes:
+        # Training episodes succeed or not: a rolling mean over 20 reads as a rate.
+        values = [m["charts/success"] for m in successes]
+        window = [sum(values[max(0, i - 19) : i + 1]) / len(values[max(0, i - 19) : i + 1])
+                  for i in range(len(values))]  # fmt: skip
+        ax_success.plot(
+            [m["step"] for m in successes], window, alpha=0.6, label="training (last 20 episodes)"
+        )
     if episodes:
         ax_return.plot(
             [m["step"] for m in episodes],
