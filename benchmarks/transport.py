@@ -167,7 +167,7 @@ def control_period(seconds: float, with_learner: bool) -> dict:
         if with_learner:
             learner = _cli(
                 "learner", "--task", "pick_cube", "--bind", endpoint, "--run-dir",
-                str(tmp / "learner"), "--demos", "20", "--start-steps", "50", "--total-steps", "0",
+                str(tmp / "learner"), "--demos", "20", "--start-steps", "20", "--total-steps", "0",
                 log=tmp / "learner.log",
             )  # fmt: skip
             deadline = time.monotonic() + 300
@@ -204,7 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer transitions, shorter runs")
     args = parser.parse_args()
-    n_state, n_image, seconds = (2000, 200, 15) if args.quick else (20000, 1000, 60)
+    n_state, n_image, seconds = (2000, 200, 30) if args.quick else (20000, 1000, 120)
     results = [
         throughput(0, n_state, "always"),
         throughput(0, n_state, "never"),
