@@ -258,3 +258,22 @@ def test_curve_admits_keyed_actors_and_refuses_others(tmp_path):
         server.stop()
     with pytest.raises(SecurityError, match="already exists"):
         generate_keys(tmp_path / "keys")
+
+
+def test_a_restarted_learner_s_weights_replace_newer_numbered_ones(tmp_path):
+    endpoint = free_endpoint()
+    server = make_server(endpoint, tmp_path / "ingest")
+    client = make_client(endpoint, "a0", tmp_path / "outbox", resend_after=0.3)
+    try:
+        server.publish_weights(50, b"before the crash")
+        wait_for(lambda: client.latest_weights() == (50, b"before the crash"), what="weights")
+        server.stop()
+        # The learner resumes from a checkpoint taken at version 40.
+        server = make_server(endpoint, tmp_path / "ingest2")
+        server.publish_weights(40, b"after the restart")
+        client.outbox.append(transition(0))  # data makes the actor notice and say hello again
+        wait_for(lambda: client.latest_weights() == (40, b"after the restart"), timeout=15,
+                 what="the restarted learner's weights")  # fmt: skip
+    finally:
+        client.stop()
+        server.stop()

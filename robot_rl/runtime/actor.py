@@ -171,14 +171,16 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
 
 
 def _refresh_policy(policy, client: TransportClient, env):
-    weights = client.latest_weights()
-    if weights is None or (policy is not None and weights[0] <= policy.version):
+    received = client.weights_received
+    if received == 0 or (policy is not None and policy.loaded == received):
         return policy
+    weights = client.latest_weights()
     if policy is None:
         from robot_rl.runtime.acting_policy import ActingPolicy
 
         policy = ActingPolicy(client.welcome, env.observation_space, env.action_space)
     policy.load(*weights)
+    policy.loaded = received
     return policy
 
 

@@ -51,6 +51,9 @@ class TransportClient:
         self.welcome: dict | None = None
         self.refused_reason: str | None = None
         self._weights: tuple[int, bytes] | None = None
+        self._weights_session: str | None = None
+        self.weights_received = 0
+        """Counts accepted weight messages: a change means new parameters to load."""
         self._weights_lock = threading.Lock()
         self._stats: list[dict] = []
         self._stats_lock = threading.Lock()
@@ -157,10 +160,7 @@ class TransportClient:
                         if message.get("resend"):
                             send_cursor = next_seq
                     elif kind == "weights":
-                        version = msg.require(message, "version", int)
-                        with self._weights_lock:
-                            if self._weights is None or version >= self._weights[0]:
-                                self._weights = (version, msg.require(message, "params", bytes))
+                        self._on_weights(message)
                     elif kind == "hello_first":
                         welcomed, last_hello = False, 0.0
                         self._welcomed.clear()
@@ -185,6 +185,18 @@ class TransportClient:
         self.refused_reason = None
         self._welcomed.set()
         return max(next_seq, self.outbox.acked)
+
+    def _on_weights(self, message: dict) -> None:
+        version = msg.require(message, "version", int)
+        session = msg.require(message, "session", str)
+        params = msg.require(message, "params", bytes)
+        with self._weights_lock:
+            # A restarted learner numbers from its checkpoint: its versions may be lower than
+            # what this actor last saw, and are still the newest parameters.
+            newer = self._weights is None or version >= self._weights[0]
+            if newer or session != self._weights_session:
+                self._weights, self._weights_session = (version, params), session
+                self.weights_received += 1
 
     def _on_refused(self, reason: str, welcomed: bool) -> None:
         if reason != self.refused_reason:

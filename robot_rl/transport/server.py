@@ -72,7 +72,9 @@ class TransportServer:
         self._weights: bytes | None = None  # the latest encoded weights message
         self._weights_version = -1
         self._context = zmq.Context.instance()
-        self._wake_endpoint = f"inproc://robot-rl-weights-{uuid.uuid4().hex}"
+        self.session = uuid.uuid4().hex
+        """This learner process: weight versions restart with it (from its checkpoint)."""
+        self._wake_endpoint = f"inproc://robot-rl-weights-{self.session}"
         self._wake_sender: zmq.Socket | None = None
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -95,7 +97,9 @@ class TransportServer:
         if self._wake_sender is None:
             self._wake_sender = self._context.socket(zmq.PAIR)
             self._wake_sender.connect(self._wake_endpoint)
-        frame = encode({"kind": "weights", "version": int(version), "params": params})
+        frame = encode(
+            {"kind": "weights", "version": int(version), "session": self.session, "params": params}
+        )
         self._wake_sender.send(frame)
 
     def stop(self) -> None:
@@ -214,7 +218,8 @@ class TransportServer:
                 del self._peers[old_peer]  # the actor reconnected: the newest connection wins
         self._peers[peer] = actor
         next_seq = self.cursors.get(actor, 0)
-        self._reply(router, peer, {"kind": "welcome", "next_seq": next_seq, **self.welcome_info})
+        welcome = {"kind": "welcome", "next_seq": next_seq, "session": self.session}
+        self._reply(router, peer, {**welcome, **self.welcome_info})
         if self._weights is not None:
             self._send(router, peer, self._weights)
         logger.info("actor %s connected; expecting sequence number %d", actor, next_seq)
