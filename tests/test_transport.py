@@ -277,3 +277,14 @@ def test_a_restarted_learner_s_weights_replace_newer_numbered_ones(tmp_path):
     finally:
         client.stop()
         server.stop()
+
+
+def test_raw_frames_decode_like_compressed_ones():
+    message = {"kind": "x", "a": np.arange(5, dtype=np.int64), "b": [b"x" * 100]}
+    raw = wire.encode(message, compress=False)
+    assert raw[:4] == wire.RAW_MAGIC
+    out = wire.decode(raw)
+    np.testing.assert_array_equal(out["a"], message["a"])
+    assert out["b"] == message["b"]
+    with pytest.raises(wire.WireError):
+        wire.decode(raw[:-3])

@@ -208,14 +208,8 @@ class TransportClient:
             items = self.outbox.read(send_cursor, self.batch_size)
             if not items:
                 break
-            frame = encode(
-                {
-                    "kind": "transitions",
-                    "actor": self.actor_id,
-                    "first_seq": send_cursor,
-                    "items": items,
-                }
-            )
+            batch = {"kind": "transitions", "actor": self.actor_id, "first_seq": send_cursor}
+            frame = encode({**batch, "items": items}, compress=False)  # items are compressed
             if not self._try_send(socket, frame):
                 break
             send_cursor += len(items)

@@ -3,6 +3,10 @@
 One ZeroMQ frame holds one message::
 
     MAGIC (4 bytes) | u32 little-endian uncompressed length | LZ4 block of msgpack(map)
+    RAW_MAGIC (4 bytes) | u32 little-endian length | msgpack(map)
+
+The raw form is for messages whose payload is already compressed (a batch of transitions,
+each its own compressed frame): compressing them twice costs time and saves nothing.
 
 A numpy array travels as msgpack extension type 1 holding msgpack([dtype, shape, raw bytes]);
 only plain numeric dtypes are accepted, and the byte count must equal the shape's. Decoding
@@ -21,6 +25,7 @@ import msgpack
 import numpy as np
 
 MAGIC = b"RRL1"
+RAW_MAGIC = b"RRL0"
 _HEADER = struct.Struct("<4sI")
 ARRAY_EXT = 1
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
@@ -70,13 +75,15 @@ def _ext_hook(code: int, data: bytes) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy()
 
 
-def encode(message: dict) -> bytes:
+def encode(message: dict, compress: bool = True) -> bytes:
     """One message (a dict with str keys; values: numbers, str, bytes, lists, dicts, arrays)."""
     if not isinstance(message, dict):
         raise TypeError("a message is a dict")
     body = msgpack.packb(message, default=_default, use_bin_type=True)
     if len(body) > MAX_MESSAGE_BYTES:
         raise ValueError(f"message of {len(body)} bytes exceeds {MAX_MESSAGE_BYTES}")
+    if not compress:
+        return _HEADER.pack(RAW_MAGIC, len(body)) + body
     return _HEADER.pack(MAGIC, len(body)) + lz4.block.compress(body, store_size=False)
 
 
@@ -85,14 +92,17 @@ def decode(frame: bytes) -> dict:
     if len(frame) < _HEADER.size:
         raise WireError(f"frame of {len(frame)} bytes is shorter than the header")
     magic, size = _HEADER.unpack_from(frame)
-    if magic != MAGIC:
+    if magic not in (MAGIC, RAW_MAGIC):
         raise WireError(f"bad magic {magic!r}: not a robot_rl transport frame (or another version)")
     if size > MAX_MESSAGE_BYTES:
         raise WireError(f"declared size {size} exceeds the limit {MAX_MESSAGE_BYTES}")
-    try:
-        body = lz4.block.decompress(frame[_HEADER.size :], uncompressed_size=size)
-    except (lz4.block.LZ4BlockError, ValueError) as err:
-        raise WireError(f"corrupt compressed body: {err}") from err
+    if magic == RAW_MAGIC:
+        body = frame[_HEADER.size :]
+    else:
+        try:
+            body = lz4.block.decompress(frame[_HEADER.size :], uncompressed_size=size)
+        except (lz4.block.LZ4BlockError, ValueError) as err:
+            raise WireError(f"corrupt compressed body: {err}") from err
     if len(body) != size:
         raise WireError(f"body is {len(body)} bytes, header says {size}")
     try:
