@@ -1,0 +1,139 @@
+"""`robot-rl train-reward`: a success classifier on a frozen image trunk, from labelled frames.
+
+Reads a label file (robot-rl record-labels), holds out a share of its episodes, trains the
+head with balanced batches and DrQ random shifts, reports held-out accuracy and writes the
+checkpoint that `robot-rl train --reward-classifier DIR` uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from rich.console import Console
+
+
+@dataclass
+class TrainRewardConfig:
+    labels: str
+    """Label file (.npz) from robot-rl record-labels."""
+    out: str | None = None
+    """Checkpoint directory; default reward_classifiers/<label file name>/."""
+    trunk: Literal["conv", "resnet10"] = "conv"
+    """Frozen trunk: 'conv' (random weights) or 'resnet10' (best with --pretrained)."""
+    pretrained: str | None = None
+    """ResNet-10 weights (.pt/.pth/.safetensors, torchvision layout) for --trunk resnet10."""
+    pooling: Literal["spatial_learned", "flatten", "avg"] = "spatial_learned"
+    """How the head pools the trunk's feature map."""
+    hidden_dim: int = 64
+    """Width of the head's bottleneck."""
+    threshold: float | None = None
+    """Success probability at which the reward wrapper pays 1 and ends the episode; default:
+    the most accurate one on validation episodes (a share of the training episodes)."""
+    steps: int = 1_000
+    """Gradient steps on the head."""
+    batch_size: int = 64
+    """Frames per step, half success and half failure."""
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    drq_pad: int = 4
+    """DrQ random shift in pixels (0: no augmentation)."""
+    held_out: float = 0.2
+    """Share of the episodes kept out of training to measure accuracy."""
+    seed: int = 0
+    """Seed of the trunk's random weights, the split and the batches."""
+    json_out: bool = False
+    """Print the result as one JSON line."""
+
+
+def train_reward(config: TrainRewardConfig, console: Console | None = None) -> dict:
+    """Train, evaluate on held-out episodes, save; returns the figures (and the path)."""
+    from robot_rl.rewards.classifier import ClassifierConfig, RewardClassifier, save_classifier
+    from robot_rl.rewards.labels import load_labels
+    from robot_rl.rewards.training import FitConfig, accuracy, choose_threshold, fit
+
+    labels = load_labels(config.labels)
+    train_set, test_set = labels.split_by_episode(config.held_out, config.seed)
+    validation = None
+    if config.threshold is None:
+        train_set, validation = train_set.split_by_episode(config.held_out, config.seed + 1)
+    size = labels.images.shape[1]
+    if labels.images.shape[2] != size:
+        raise ValueError(f"label frames must be square, got {labels.images.shape[1:3]}")
+    classifier_config = ClassifierConfig(
+        camera=labels.meta.get("camera", "front"),
+        image_size=size,
+        trunk=config.trunk,
+        pooling=config.pooling,
+        hidden_dim=config.hidden_dim,
+        threshold=0.5 if config.threshold is None else config.threshold,
+    )
+    trunk_variables = None
+    if config.pretrained:
+        if config.trunk != "resnet10":
+            raise ValueError("--pretrained weights are for --trunk resnet10")
+        from robot_rl.agents.encoders.torch_import import load_resnet10_state_dict
+
+        trunk_variables = load_resnet10_state_dict(config.pretrained)
+    classifier = RewardClassifier.create(classifier_config, config.seed, trunk_variables)
+    if console:
+        console.print(
+            f"[bold]train-reward[/] {len(train_set)} frames for training "
+            f"({train_set.positives} success), {len(test_set)} held out "
+            f"({test_set.positives} success); frozen {config.trunk} trunk"
+        )
+
+    def progress(step: int, loss: float) -> None:
+        if console:
+            console.print(f"  step {step}/{config.steps}: loss {loss:.4f}")
+
+    fit_config = FitConfig(
+        steps=config.steps,
+        batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        drq_pad=config.drq_pad,
+        seed=config.seed,
+    )
+    classifier = fit(classifier, train_set, fit_config, progress)
+    if validation is not None:
+        threshold = choose_threshold(classifier, validation)
+        classifier = RewardClassifier(
+            dataclasses.replace(classifier.config, threshold=threshold),
+            classifier.trunk_variables,
+            classifier.head_params,
+        )
+    metrics = {
+        "held_out": accuracy(classifier, test_set),
+        "train": accuracy(classifier, train_set),
+        "threshold": classifier.config.threshold,
+        "labels": str(config.labels),
+        "steps": config.steps,
+    }
+    out = Path(config.out or Path("reward_classifiers") / Path(config.labels).stem)
+    save_classifier(out, classifier, metrics)
+    return {"checkpoint": str(out), **metrics}
+
+
+def run(config: TrainRewardConfig) -> int:
+    console = Console()
+    try:
+        result = train_reward(config, console=None if config.json_out else console)
+    except (ValueError, FileNotFoundError) as err:
+        console.print(f"[red]error:[/] {err}")
+        return 2
+    if config.json_out:
+        print(json.dumps(result))
+        return 0
+    held = result["held_out"]
+    console.print(
+        f"held-out accuracy {held['accuracy']:.1%} over {held['frames']} frames "
+        f"(success frames {held['success_recall'] or 0:.1%}, failure frames "
+        f"{held['failure_recall'] or 0:.1%}) at threshold {result['threshold']}; "
+        f"train accuracy {result['train']['accuracy']:.1%}\n"
+        f"checkpoint: {result['checkpoint']}; use it with: "
+        f"robot-rl train --task <task> --reward-classifier {result['checkpoint']}"
+    )
+    return 0

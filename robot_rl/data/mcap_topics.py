@@ -1,0 +1,136 @@
+"""Backend readings as the robot's own ROS 2 topics (DESIGN.md's contract), as plain dicts.
+
+A recording carries these so that ``ros2 bag`` and Foxglove show a demonstration the way the
+drivers publish it. They are for people and tools: the demonstration buffer is rebuilt from the
+``/robot_rl/*`` topics and the camera images only (see ``mcap_demos``). Messages are dicts in
+the field layout of the standard types, which is what ``mcap_ros2``'s encoder takes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+IMAGE_TYPE = "sensor_msgs/msg/Image"
+JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
+POSE_TYPE = "geometry_msgs/msg/PoseStamped"
+TWIST_TYPE = "geometry_msgs/msg/TwistStamped"
+WRENCH_TYPE = "geometry_msgs/msg/WrenchStamped"
+
+ARM_NAMESPACE = "/arm"
+BASE_FRAME = "base"
+FLANGE_FRAME = "flange"
+ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
+
+
+def camera_topic(camera: str) -> str:
+    """``front`` -> ``/front_cam/image_raw`` (each camera in its own namespace)."""
+    return f"/{camera}_cam/image_raw"
+
+
+def header(stamp_ns: int, frame_id: str) -> dict:
+    sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
+    return {"stamp": {"sec": sec, "nanosec": nanosec}, "frame_id": frame_id}
+
+
+def image_message(image: np.ndarray, stamp_ns: int, frame_id: str) -> dict:
+    image = np.ascontiguousarray(image)
+    if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] not in (1, 3):
+        raise ValueError(f"images must be uint8 HxWx3 or HxWx1, got {image.dtype} {image.shape}")
+    height, width, channels = image.shape
+    return {
+        "header": header(stamp_ns, frame_id),
+        "height": height,
+        "width": width,
+        "encoding": "rgb8" if channels == 3 else "mono8",
+        "is_bigendian": 0,
+        "step": width * channels,
+        "data": image.tobytes(),
+    }
+
+
+def image_from_message(message) -> np.ndarray:
+    channels = {"rgb8": 3, "mono8": 1}.get(message.encoding)
+    if channels is None:
+        raise ValueError(f"image encoding {message.encoding!r}: expected rgb8 or mono8")
+    data = np.frombuffer(bytes(message.data), np.uint8)
+    if message.step != message.width * channels:
+        raise ValueError("padded image rows are not supported (step != width * channels)")
+    return data.reshape(message.height, message.width, channels).copy()
+
+
+def _floats(values) -> list[float]:
+    return [float(v) for v in np.asarray(values, np.float64).reshape(-1)]
+
+
+def arm_messages(reading: dict[str, np.ndarray], stamp_ns: int) -> list[tuple[str, str, dict]]:
+    """(topic, type, message) for the arm readings present; missing readings are skipped."""
+    out = []
+    if "joint_pos" in reading:
+        out.append(
+            (
+                f"{ARM_NAMESPACE}/joint_states",
+                JOINT_STATE_TYPE,
+                {
+                    "header": header(stamp_ns, BASE_FRAME),
+                    "name": list(ARM_JOINTS),
+                    "position": _floats(reading["joint_pos"]),
+                    "velocity": _floats(reading.get("joint_vel", [])),
+                    "effort": [],
+                },
+            )
+        )
+    if "gripper_pos" in reading:
+        out.append(
+            (
+                f"{ARM_NAMESPACE}/gripper/joint_states",
+                JOINT_STATE_TYPE,
+                {
+                    "header": header(stamp_ns, BASE_FRAME),
+                    "name": ["gripper"],
+                    "position": _floats(reading["gripper_pos"]),
+                    "velocity": [],
+                    "effort": [],
+                },
+            )
+        )
+    if "tcp_pos" in reading and "tcp_quat" in reading:
+        x, y, z = _floats(reading["tcp_pos"])
+        qw, qx, qy, qz = _floats(reading["tcp_quat"])  # backend readings are w x y z
+        pose = {
+            "position": {"x": x, "y": y, "z": z},
+            "orientation": {"x": qx, "y": qy, "z": qz, "w": qw},
+        }
+        out.append(
+            (
+                f"{ARM_NAMESPACE}/ee_pose",
+                POSE_TYPE,
+                {"header": header(stamp_ns, BASE_FRAME), "pose": pose},
+            )
+        )
+    if "tcp_vel" in reading:
+        v = _floats(reading["tcp_vel"])
+        twist = {
+            "linear": dict(zip("xyz", v[:3], strict=True)),
+            "angular": dict(zip("xyz", v[3:6], strict=True)),
+        }
+        out.append(
+            (
+                f"{ARM_NAMESPACE}/ee_twist",
+                TWIST_TYPE,
+                {"header": header(stamp_ns, BASE_FRAME), "twist": twist},
+            )
+        )
+    if "wrench" in reading:
+        w = _floats(reading["wrench"])
+        wrench = {
+            "force": dict(zip("xyz", w[:3], strict=True)),
+            "torque": dict(zip("xyz", w[3:6], strict=True)),
+        }
+        out.append(
+            (
+                f"{ARM_NAMESPACE}/ee_wrench",
+                WRENCH_TYPE,
+                {"header": header(stamp_ns, FLANGE_FRAME), "wrench": wrench},
+            )
+        )
+    return out

@@ -1,0 +1,129 @@
+"""The learned reward in the loop: sparse reward and termination from the classifier.
+
+On the robot there is no ground truth, so the classifier decides: reward 1 and ``terminated``
+on the first frame whose success probability reaches the threshold, else reward 0. The
+environment's own termination *on success* is ignored (on the twin it is ground truth, which the
+learner must not see); a real failure (an object knocked off the table) still ends the episode.
+``info["success"]`` is left as the environment reports it, so evaluation on the twin still
+counts ground-truth successes, and ``info`` gains ``classifier_prob`` and ``classifier_success``.
+
+With ``keep_image=False`` the classifier's camera is dropped from the observation: the policy
+may learn from state while the classifier reads pixels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import gymnasium as gym
+import numpy as np
+
+
+class SuccessProbability(Protocol):
+    config: object  # has ``camera`` and ``threshold``
+
+    def probability(self, images) -> float | np.ndarray: ...
+
+
+class ClassifierReward(gym.Wrapper):
+    def __init__(
+        self,
+        env: gym.Env,
+        classifier: SuccessProbability,
+        *,
+        threshold: float | None = None,
+        camera: str | None = None,
+        keep_image: bool = True,
+        max_episode_steps: int | None = None,
+    ):
+        super().__init__(env)
+        self.classifier = classifier
+        self.camera = camera or classifier.config.camera
+        self.threshold = classifier.config.threshold if threshold is None else float(threshold)
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"threshold must be in (0, 1), got {self.threshold}")
+        spaces = env.observation_space.spaces
+        if self.camera not in spaces:
+            raise ValueError(
+                f"the reward classifier reads camera {self.camera!r}, which this env does not "
+                f"observe ({', '.join(spaces)}); add it to the run's cameras"
+            )
+        self.keep_image = keep_image
+        if not keep_image:
+            self.observation_space = gym.spaces.Dict(
+                {k: v for k, v in spaces.items() if k != self.camera}
+            )
+        task = getattr(env, "task", None)
+        self.max_episode_steps = max_episode_steps or getattr(task, "max_episode_steps", None)
+        self._steps = 0
+
+    # RobotEnv's attributes that loops and experts use (gymnasium wrappers do not forward them)
+    @property
+    def task(self):
+        return self.env.task
+
+    @property
+    def reading(self):
+        return self.env.reading
+
+    @property
+    def backend(self):
+        return self.env.backend
+
+    def _observation(self, obs: dict) -> dict:
+        if self.keep_image:
+            return obs
+        return {k: v for k, v in obs.items() if k != self.camera}
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self._steps = 0
+        return self._observation(obs), info
+
+    def step(self, action):
+        obs, _, env_terminated, truncated, info = self.env.step(action)
+        self._steps += 1
+        prob = float(self.classifier.probability(obs[self.camera]))
+        fired = prob >= self.threshold
+        # the env's termination on (ground-truth) success is dropped; a real failure stays
+        failed = env_terminated and not info.get("success", False)
+        terminated = fired or failed
+        if self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
+            truncated = True  # the env may have ended at success earlier and not counted on
+        truncated = bool(truncated and not terminated)
+        info = {**info, "classifier_prob": prob, "classifier_success": fired}
+        return self._observation(obs), float(fired), terminated, truncated, info
+
+
+def with_reward_classifier(checkpoint: str, build_env, options: dict) -> ClassifierReward:
+    """Build an env through ``build_env(options)`` with the classifier's camera rendered, wrapped
+    in ``ClassifierReward``. The camera reaches the policy only if the run asked for it."""
+    classifier = _load_cached(str(checkpoint))
+    camera, size = classifier.config.camera, classifier.config.image_size
+    cameras = tuple(options.get("cameras", ()))
+    if cameras and options.get("image_size") != size:
+        raise ValueError(
+            f"the reward classifier reads {size}x{size} images but the run's cameras are "
+            f"{options.get('image_size')}x{options.get('image_size')}; use --image-size {size}"
+        )
+    keep = camera in cameras
+    env = build_env(
+        {**options, "cameras": cameras if keep else (*cameras, camera), "image_size": size}
+    )
+    return ClassifierReward(env, classifier, keep_image=keep)
+
+
+_CLASSIFIERS: dict = {}
+
+
+def _load_cached(checkpoint: str):
+    # a run builds several envs (training, evaluation, demos): one classifier, compiled once;
+    # keyed by modification time too, so that a checkpoint written again is read again
+    from robot_rl.rewards.classifier import CONFIG_FILE, load_classifier
+
+    config = Path(checkpoint) / CONFIG_FILE
+    key = (str(Path(checkpoint).resolve()), config.stat().st_mtime_ns if config.exists() else 0)
+    if key not in _CLASSIFIERS:
+        _CLASSIFIERS[key] = load_classifier(checkpoint)
+    return _CLASSIFIERS[key]

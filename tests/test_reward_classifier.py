@@ -1,0 +1,194 @@
+"""The reward classifier's pieces: labels, balanced batches, the wrapper, checkpoints, training."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from robot_rl.rewards.classifier import (
+    ClassifierConfig,
+    RewardClassifier,
+    load_classifier,
+    save_classifier,
+)
+from robot_rl.rewards.labels import LabelSet, balanced_indices, load_labels, save_labels
+from robot_rl.rewards.training import FitConfig, accuracy, fit
+from robot_rl.rewards.wrapper import ClassifierReward
+
+SIZE = 24  # the smallest image the conv trunk takes: keeps compiles short
+
+
+def synthetic_labels(rng, episodes=12, frames=10) -> LabelSet:
+    """Success frames have a bright square in the top-left corner, failures in the bottom-right,
+    both on noise: easy, but the classifier has to look at where things are."""
+    n = episodes * frames
+    images = rng.integers(0, 80, (n, SIZE, SIZE, 3), dtype=np.uint8)
+    labels = rng.integers(0, 2, n).astype(np.uint8)
+    for i, label in enumerate(labels):
+        corner = (slice(2, 10), slice(2, 10)) if label else (slice(14, 22), slice(14, 22))
+        images[i][corner] = 230
+    return LabelSet(images, labels, np.repeat(np.arange(episodes), frames), {"camera": "front"})
+
+
+def test_balanced_batches_are_half_success_even_when_success_is_rare():
+    rng = np.random.default_rng(0)
+    labels = np.zeros(1_000, np.uint8)
+    labels[:20] = 1
+    for _ in range(5):
+        idx = balanced_indices(labels, rng, 64)
+        assert len(idx) == 64 and labels[idx].sum() == 32
+    with pytest.raises(ValueError, match="need both classes"):
+        balanced_indices(np.zeros(10, np.uint8), rng, 8)
+
+
+def test_label_file_round_trip_and_split_by_whole_episodes(tmp_path):
+    labels = synthetic_labels(np.random.default_rng(1))
+    path = save_labels(tmp_path / "labels.npz", labels)
+    back = load_labels(path)
+    np.testing.assert_array_equal(back.images, labels.images)
+    np.testing.assert_array_equal(back.labels, labels.labels)
+    assert back.meta["camera"] == "front"
+    train, test = back.split_by_episode(0.25, seed=0)
+    assert len(train) + len(test) == len(labels)
+    assert not set(train.episodes) & set(test.episodes)
+    with pytest.raises(ValueError, match="0 \\(failure\\) or 1"):
+        LabelSet(labels.images, labels.labels * 2, labels.episodes)
+    with pytest.raises(FileNotFoundError, match="record-labels"):
+        load_labels(tmp_path / "missing.npz")
+
+
+class MeanBrightness:
+    """A stand-in classifier: P(success) is the image's mean brightness."""
+
+    config = ClassifierConfig(camera="front", image_size=8, threshold=0.5)
+
+    def probability(self, image):
+        return float(np.asarray(image).mean() / 255.0)
+
+
+class ScriptedEnv(gym.Env):
+    """Each action's first entry sets the next frame's brightness; info says what the task
+    would (ground-truth success, a real failure)."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Dict(
+            {
+                "state": gym.spaces.Box(-1, 1, (2,), np.float32),
+                "front": gym.spaces.Box(0, 255, (4, 4, 3), np.uint8),
+            }
+        )
+        self.action_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+
+    def _obs(self, brightness):
+        return {"state": np.zeros(2, np.float32), "front": np.full((4, 4, 3), brightness, np.uint8)}
+
+    def reset(self, *, seed=None, options=None):
+        return self._obs(0), {"success": False}
+
+    def step(self, action):
+        brightness, success, failure = int(action[0]), bool(action[1]), bool(action[2])
+        info = {"success": success}
+        return self._obs(brightness), -5.0, success or failure, False, info
+
+
+def test_wrapper_pays_one_and_terminates_when_the_probability_passes_the_threshold():
+    env = ClassifierReward(ScriptedEnv(), MeanBrightness(), keep_image=False, max_episode_steps=4)
+    assert set(env.observation_space.spaces) == {"state"}
+    obs, _ = env.reset()
+    assert set(obs) == {"state"}
+
+    # below the threshold: nothing, even though the task (ground truth) says success
+    obs, reward, terminated, truncated, info = env.step([100, 1, 0])
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["success"] and not info["classifier_success"]
+    assert info["classifier_prob"] == pytest.approx(100 / 255)
+    # at the threshold: reward 1 and the episode ends
+    _, reward, terminated, truncated, info = env.step([128, 0, 0])
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert info["classifier_success"] and not info["success"]  # a false positive stays visible
+
+    # a real failure still ends the episode, without reward
+    env.reset()
+    _, reward, terminated, _, _ = env.step([0, 0, 1])
+    assert (reward, terminated) == (0.0, True)
+    # the time limit truncates (bootstraps) even after a ground-truth success was dropped
+    env.reset()
+    for _ in range(3):
+        assert env.step([0, 1, 0])[3] is False
+    _, _, terminated, truncated, _ = env.step([0, 1, 0])
+    assert (terminated, truncated) == (False, True)
+
+    strict = ClassifierReward(ScriptedEnv(), MeanBrightness(), threshold=0.9)
+    strict.reset()
+    assert strict.step([200, 0, 0])[1:3] == (0.0, False)
+    assert "front" in strict.observation_space.spaces
+    with pytest.raises(ValueError, match="camera 'wrist'"):
+        ClassifierReward(ScriptedEnv(), MeanBrightness(), camera="wrist")
+
+
+def test_tiny_training_run_beats_chance_and_the_checkpoint_round_trips(tmp_path):
+    labels = synthetic_labels(np.random.default_rng(2))
+    train, test = labels.split_by_episode(0.25, seed=0)
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16, pooling="avg")
+    classifier = RewardClassifier.create(config, seed=0)
+    before = [leaf.copy() for leaf in _leaves(classifier.trunk_variables)]
+    trained = fit(classifier, train, FitConfig(steps=150, batch_size=32, learning_rate=3e-3))
+    held_out = accuracy(trained, test)
+    assert held_out["accuracy"] >= 0.9, held_out  # chance is about 0.5
+    for was, now in zip(before, _leaves(trained.trunk_variables), strict=True):
+        np.testing.assert_array_equal(was, now)  # the trunk stayed frozen
+
+    path = save_classifier(tmp_path / "clf", trained, {"held_out": held_out})
+    save_classifier(path, trained, {"held_out": held_out})  # replacing an older one works too
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clf"]
+    loaded = load_classifier(path)
+    assert loaded.config == config
+    np.testing.assert_array_equal(
+        loaded.probability(test.images[:16]), trained.probability(test.images[:16])
+    )
+    assert isinstance(loaded.probability(test.images[0]), float)
+    with pytest.raises(ValueError, match="24x24"):
+        loaded.probability(np.zeros((32, 32, 3), np.uint8))
+    with pytest.raises(FileNotFoundError, match="no reward classifier"):
+        load_classifier(tmp_path / "nothing")
+
+
+def _leaves(tree):
+    import jax
+
+    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree)]
+
+
+def test_training_config_wraps_the_twin_with_the_classifier(tmp_path):
+    pytest.importorskip("mujoco")
+    from robot_rl.runtime.train_loop import TrainConfig
+
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=8, pooling="avg")
+    path = save_classifier(tmp_path / "clf", RewardClassifier.create(config), {})
+    env = TrainConfig(task="pick_cube", reward_classifier=str(path)).make_env(0)
+    try:
+        assert set(env.observation_space.spaces) == {"state"}  # the policy reads state only
+        obs, _ = env.reset(seed=0)
+        assert set(obs) == {"state"}
+        _, reward, _, _, info = env.step(np.zeros(4, np.float32))
+        assert reward in (0.0, 1.0) and 0.0 <= info["classifier_prob"] <= 1.0
+        assert "success" in info and env.task.name == "pick_cube"
+    finally:
+        env.close()
+
+
+def test_record_labels_then_train_reward_from_the_command_line(tmp_path):
+    pytest.importorskip("mujoco")
+    from robot_rl.cli import main
+
+    labels = tmp_path / "labels.npz"
+    args = ["record-labels", "--episodes", "5", "--image-size", str(SIZE), "--out", str(labels)]
+    assert main([*args, "--max-steps", "20", "--hold-steps", "3"]) == 0
+    recorded = load_labels(labels)
+    assert recorded.images.shape[1:] == (SIZE, SIZE, 3) and 0 < recorded.positives < len(recorded)
+    assert set(recorded.episodes) == set(range(5))
+
+    out = tmp_path / "clf"
+    args = ["train-reward", "--labels", str(labels), "--out", str(out), "--steps", "20"]
+    assert main([*args, "--hidden-dim", "8", "--json-out"]) == 0
+    assert load_classifier(out).config.image_size == SIZE
+    assert main(["train-reward", "--labels", str(tmp_path / "none.npz")]) == 2
