@@ -5,7 +5,11 @@ Both runs train pick_cube from state with the task's recipe (20 expert demonstra
 10 critics, UTD 2) for the same environment-step budget; the learner's final checkpoint and
 the in-process run's are then evaluated alike (`robot-rl eval`, 50 seeded episodes).
 
-    python benchmarks/distributed_equivalence.py [--steps 4000] [--seeds 0 1 2] [--speedup 3]
+    python benchmarks/distributed_equivalence.py [--steps 4000] [--seeds 0 1 2]
+
+By default the twin actor runs as fast as the learner keeps up (``--max-learner-lag 8``), which
+is what the in-process loop does by construction; ``--max-learner-lag 0 --speedup 2`` runs the
+actor on its own clock instead, which on a loaded 2-core CPU lets the learner fall behind.
 """
 
 from __future__ import annotations
@@ -57,7 +61,9 @@ def in_process(seed: int, steps: int, episodes: int, tmp: Path) -> dict:
     return {"mode": "in_process", "wall_s": round(wall, 1), **result}
 
 
-def distributed(seed: int, steps: int, episodes: int, speedup: float, tmp: Path) -> dict:
+def distributed(
+    seed: int, steps: int, episodes: int, speedup: float, max_lag: int | None, tmp: Path
+) -> dict:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         endpoint = f"tcp://127.0.0.1:{s.getsockname()[1]}"
@@ -69,6 +75,7 @@ def distributed(seed: int, steps: int, episodes: int, speedup: float, tmp: Path)
     actor = _cli("actor", "--task", "pick_cube", "--seed", str(seed), "--learner", endpoint,
                  "--actor-id", f"bench-{seed}", "--outbox-dir", str(tmp / f"outbox-{seed}"),
                  "--speedup", str(speedup), "--total-steps", str(steps), "--flush-timeout", "600",
+                 *(["--max-learner-lag", str(max_lag)] if max_lag else []),
                  log=tmp / f"actor-{seed}.log")  # fmt: skip
     for proc, name in ((actor, "actor"), (learner, "learner")):
         if proc.wait(timeout=3600) != 0:
@@ -81,6 +88,7 @@ def distributed(seed: int, steps: int, episodes: int, speedup: float, tmp: Path)
         "mode": "actor_learner",
         "wall_s": round(wall, 1),
         "speedup": speedup,
+        "max_learner_lag": max_lag,
         "actor_period_ms_p50": round(actor_summary["control_period_ms_p50"], 1),
         **result,
     }
@@ -91,7 +99,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4000, help="environment-step budget")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes")
-    parser.add_argument("--speedup", type=float, default=3.0, help="actor rate x the task's")
+    parser.add_argument("--speedup", type=float, default=0.0, help="actor rate x the task's")
+    parser.add_argument(
+        "--max-learner-lag",
+        type=int,
+        default=8,
+        help="the twin waits while the learner is this many transitions behind (0: never)",
+    )
     args = parser.parse_args()
     rates: dict[str, list[float]] = {"in_process": [], "actor_learner": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,7 +113,9 @@ def main() -> None:
         for seed in args.seeds:
             for result in (
                 in_process(seed, args.steps, args.episodes, tmp),
-                distributed(seed, args.steps, args.episodes, args.speedup, tmp),
+                distributed(
+                    seed, args.steps, args.episodes, args.speedup, args.max_learner_lag, tmp
+                ),
             ):
                 rates[result["mode"]].append(result["success_rate"])
                 print(json.dumps({"benchmark": "distributed_equivalence", "seed": seed,

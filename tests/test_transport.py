@@ -288,3 +288,16 @@ def test_raw_frames_decode_like_compressed_ones():
     assert out["b"] == message["b"]
     with pytest.raises(wire.WireError):
         wire.decode(raw[:-3])
+
+
+def test_the_learner_s_status_reaches_the_actor(tmp_path):
+    endpoint = free_endpoint()
+    server = make_server(endpoint, tmp_path / "ingest")
+    client = make_client(endpoint, "a0", tmp_path / "outbox")
+    try:
+        assert client.wait_welcome(10)
+        server.publish_status({"lag": 7, "version": 3})
+        wait_for(lambda: client.learner_lag == 7, what="the status")
+    finally:
+        client.stop()
+        server.stop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -18,6 +18,7 @@ import numpy as np
 from rich.console import Console
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.ros.config import RosBackendConfig
 from robot_rl.runtime.demos import applied_action
 from robot_rl.runtime.environments import make_env
 from robot_rl.runtime.evaluation import episode_success
@@ -34,8 +35,11 @@ class ActorConfig:
     """Task name (tasks/); the learner refuses an actor whose task or spaces differ."""
     learner: str = "tcp://127.0.0.1:5555"
     """The learner's address."""
-    backend: Literal["twin"] = "twin"
-    """'twin': the in-process MuJoCo twin of the task."""
+    backend: Literal["twin", "ros"] = "twin"
+    """'twin': the in-process MuJoCo twin of the task; 'ros': the task over the ROS 2 driver
+    topics (driver or twin nodes), whose clock paces the loop (give --speedup 0)."""
+    ros: RosBackendConfig = field(default_factory=RosBackendConfig)
+    """The ROS 2 backend's namespaces, staleness bounds and timeouts (backend 'ros' only)."""
     cameras: tuple[str, ...] = ()
     """Camera observations (empty: state only)."""
     image_size: int = 64
@@ -57,6 +61,10 @@ class ActorConfig:
     """The learner's public CURVE key file."""
     fsync: str = "never"
     """Outbox flush policy: 'never' survives a killed process, 'always' also a power cut."""
+    max_learner_lag: int | None = None
+    """Wait for the learner when it is this many transitions behind the data (its lag plus this
+    actor's unacknowledged ones): the twin pauses between steps, a real robot only between
+    episodes. None: never wait (a robot cannot pause; a GPU learner keeps up)."""
     flush_timeout: float = 30.0
     """At the end of the run, wait this long for the learner to acknowledge the outbox (what
     is left stays on disk and is sent by the next run with the same outbox)."""
@@ -66,6 +74,8 @@ class ActorConfig:
     def validate(self) -> None:
         if self.speedup < 0:
             raise ValueError(f"speedup must be >= 0, got {self.speedup}")
+        if self.max_learner_lag is not None and self.max_learner_lag < 1:
+            raise ValueError(f"max_learner_lag must be >= 1, got {self.max_learner_lag}")
         if (self.curve_secret_key is None) != (self.learner_public_key is None):
             raise ValueError("--curve-secret-key and --learner-public-key go together")
 
@@ -82,7 +92,7 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
         cfg.outbox_dir or Path("runs") / "actors" / actor_id / "outbox", fsync=cfg.fsync
     )
     options = {"cameras": tuple(cfg.cameras), "image_size": cfg.image_size}
-    env = make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, options)
+    env = make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, options, ros=cfg.ros)
     hello = {
         "task": cfg.task,
         "observation_space": dict_space_to_json(env.observation_space),
@@ -92,10 +102,15 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
         ClientKeys(cfg.curve_secret_key, cfg.learner_public_key) if cfg.curve_secret_key else None
     )
     client = TransportClient(cfg.learner, actor_id, hello, outbox, keys=keys).start()
+    if cfg.backend == "ros":  # the actor's node reports it on /diagnostics
+        from robot_rl.ros.actor_status import report_actor_status
+
+        report_actor_status(env, outbox, client)
     rng = np.random.default_rng(cfg.seed + outbox.next_seq)
     env.action_space.seed(int(rng.integers(2**31)))
     control_hz = env.task.control_hz * cfg.speedup if cfg.speedup else None
     rate = Rate(control_hz)
+    simulated = bool(getattr(getattr(env, "backend", None), "is_simulated", False))
     policy = None
     console.print(
         f"[bold]actor[/] {actor_id}: {cfg.task} at "
@@ -111,6 +126,8 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
         while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
             if client.refused_reason and not client.connected:
                 raise LearnerRefused(client.refused_reason)
+            if cfg.max_learner_lag is not None and (simulated or episode["length"] == 0):
+                _wait_for_learner(client, outbox, cfg.max_learner_lag)
             policy = _refresh_policy(policy, client, env)
             if policy is not None and policy.version > 0:
                 action = policy(obs)
@@ -168,6 +185,12 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
         "control_period_ms_p50": period["p50_ms"],
         "control_period_ms_p99": period["p99_ms"],
     }
+
+
+def _wait_for_learner(client: TransportClient, outbox: Outbox, max_lag: int) -> None:
+    """Block while the learner is more than ``max_lag`` transitions behind (while connected)."""
+    while client.connected and client.learner_lag + outbox.backlog > max_lag:
+        time.sleep(0.005)
 
 
 def _refresh_policy(policy, client: TransportClient, env):

@@ -239,7 +239,7 @@ class Learner:
         self._drain(block=False)  # everything logged before the rotation is now in the replay
         save_checkpoint(
             self.ckpt_dir,
-            self.updates,
+            self.received,  # env steps, as `robot-rl train` names its checkpoints
             self.agent,
             extra_writers={REPLAY_FILE: self.replay.save, DEMO_FILE: self.demos.save},
             metadata={
@@ -290,6 +290,10 @@ class Learner:
     def publish(self) -> None:
         self.server.publish_weights(self.version, weights_bytes(self.agent))
 
+    def lag(self) -> int:
+        """Received transitions whose updates are still owed (what a paced actor waits on)."""
+        return max(0, self.allowed_updates() - self.updates) // self.cfg.utd_ratio
+
     def done(self) -> bool:
         total = self.cfg.total_steps
         return (
@@ -319,7 +323,7 @@ class Learner:
             f"-> {self.run_dir}"
         )
         previous = signal.signal(signal.SIGTERM, _interrupt)
-        last_ckpt = last_log = time.monotonic()
+        last_ckpt = last_log = last_status = time.monotonic()
         last_published, update_time, log_updates = self.updates, 0.0, self.updates
         try:
             while not self.done():
@@ -340,6 +344,9 @@ class Learner:
                 else:
                     self._drain(block=True)  # ahead of the data: wait for transitions
                 now = time.monotonic()
+                if now - last_status >= 0.1:
+                    self.server.publish_status({"lag": self.lag(), "version": self.version})
+                    last_status = now
                 if now - last_log >= cfg.log_every:
                     ups = (self.updates - log_updates) / max(now - last_log, 1e-9)
                     self._progress(ups)

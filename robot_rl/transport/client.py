@@ -52,6 +52,8 @@ class TransportClient:
         self.refused_reason: str | None = None
         self._weights: tuple[int, bytes] | None = None
         self._weights_session: str | None = None
+        self.learner_lag = 0
+        """Transitions the learner holds but has not trained on yet (from its status)."""
         self.weights_received = 0
         """Counts accepted weight messages: a change means new parameters to load."""
         self._weights_lock = threading.Lock()
@@ -161,6 +163,8 @@ class TransportClient:
                             send_cursor = next_seq
                     elif kind == "weights":
                         self._on_weights(message)
+                    elif kind == "status":
+                        self.learner_lag = msg.require(message, "lag", int)
                     elif kind == "hello_first":
                         welcomed, last_hello = False, 0.0
                         self._welcomed.clear()

@@ -5,6 +5,7 @@ run of sequence-numbered transitions, each an encoded frame of its own), ``stats
 episode's figures, not durable). Learner -> actor: ``welcome`` (the next sequence number the
 learner expects from this actor, the agent configuration), ``refused`` (why), ``ack``
 (everything below ``next_seq`` is durably stored), ``weights`` (versioned acting parameters),
+``status`` (how many received transitions training still owes updates: its lag),
 ``hello_first`` (the learner does not know this connection: after a learner restart).
 """
 
@@ -20,7 +21,7 @@ from robot_rl.transport.wire import WireError, decode, encode
 
 PROTOCOL_VERSION = 1
 ACTOR_KINDS = ("hello", "transitions", "stats")
-LEARNER_KINDS = ("welcome", "refused", "ack", "weights", "hello_first")
+LEARNER_KINDS = ("welcome", "refused", "ack", "weights", "status", "hello_first")
 MAX_ACTOR_ID = 64
 MAX_BATCH = 4096
 TRANSITION_FIELDS = ("obs", "next_obs", "action", "reward", "terminated", "truncated", "intervened")

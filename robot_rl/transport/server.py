@@ -94,13 +94,22 @@ class TransportServer:
 
     def publish_weights(self, version: int, params: bytes) -> None:
         """Send new acting parameters to every actor (and to each one that connects later)."""
-        if self._wake_sender is None:
-            self._wake_sender = self._context.socket(zmq.PAIR)
-            self._wake_sender.connect(self._wake_endpoint)
         frame = encode(
             {"kind": "weights", "version": int(version), "session": self.session, "params": params}
         )
-        self._wake_sender.send(frame)
+        self._to_server_thread(b"weights", frame)
+
+    def publish_status(self, status: dict) -> None:
+        """Tell every actor how far training is behind the data (``lag``, in transitions)."""
+        self._to_server_thread(b"status", encode({"kind": "status", **status}))
+
+    def _to_server_thread(self, what: bytes, frame: bytes) -> None:
+        # Sockets belong to one thread each: this PAIR is the main thread's, and only ever
+        # used from the thread that publishes.
+        if self._wake_sender is None:
+            self._wake_sender = self._context.socket(zmq.PAIR)
+            self._wake_sender.connect(self._wake_endpoint)
+        self._wake_sender.send_multipart([what, frame])
 
     def stop(self) -> None:
         self._stop.set()
@@ -142,7 +151,8 @@ class TransportServer:
             while not self._stop.is_set():
                 events = dict(poller.poll(100))
                 if wake in events:
-                    self._broadcast(router, wake.recv())
+                    what, frame = wake.recv_multipart()
+                    self._broadcast(router, frame, keep=what == b"weights")
                 if router in events:
                     for _ in range(256):  # bounded, so weights are never starved
                         try:
@@ -156,8 +166,9 @@ class TransportServer:
             if authenticator is not None:
                 authenticator.stop()
 
-    def _broadcast(self, router: zmq.Socket, frame: bytes) -> None:
-        self._weights = frame
+    def _broadcast(self, router: zmq.Socket, frame: bytes, keep: bool) -> None:
+        if keep:
+            self._weights = frame  # what a later actor gets on connecting
         for peer in list(self._peers):
             self._send(router, peer, frame)
 
