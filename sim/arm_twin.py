@@ -312,8 +312,9 @@ def make_arm_twin(task, seed: int | None = None) -> ArmTwin:
     ``seed`` is accepted for symmetry with other backends; the physics is deterministic and all
     randomisation comes from the task's reset with the env's generator.
     """
+    # a task may share another's scene (put_down_cube uses pick_cube's)
     return ArmTwin(
-        build_scene(task.name),
+        build_scene(getattr(task, "scene", task.name)),
         control_hz=task.control_hz,
         cameras=tuple(task.cameras),
         image_size=task.image_size,

@@ -19,6 +19,13 @@ import numpy as np
 
 from robot_rl.envs.backend import Backend, Command, Reading
 from robot_rl.envs.task import Task, register_task
+from robot_rl.resets.arm_reset import (
+    ArmResetPose,
+    GraspSpec,
+    lift_clear,
+    move_to_reset_pose,
+    regrasp,
+)
 from robot_rl.tasks._arm import down_quat, position_step, wrap, yaw_of
 
 PEG_TIP_BELOW_TCP = 0.045
@@ -56,6 +63,14 @@ class PegInsertTask(Task):
     """The board is placed uniformly within +-this of the reset xy (twin only; m)."""
     board_yaw_noise: float = 0.2
     """... and turned uniformly within +-this (rad)."""
+    clearance_height: float = 0.14
+    """The reset lifts the TCP to this height (m) first: the peg comes out of the hole and its
+    tip clears the board before the arm moves over."""
+    peg_holder_pos: tuple[float, float, float] = (0.45, -0.2, 0.08)
+    """A robot without the peg in its hand grasps it here, standing in its holder (TCP position,
+    m; set per setup). The twin's hand holds the peg rigidly and never loses it."""
+    peg_holding_range: tuple[float, float] = (0.45, 0.85)
+    """Gripper readings that mean the fingers stopped on the 30 mm peg (not on nothing)."""
 
     def state_space(self) -> gym.spaces.Box:
         size = 14 if self.privileged_state else 10
@@ -126,13 +141,29 @@ class PegInsertTask(Task):
         lateral, depth, yaw = self._insertion(reading)
         return {"peg_lateral_error": lateral, "peg_depth": depth, "peg_yaw_error": yaw}
 
+    def reset_pose(self) -> ArmResetPose:
+        return ArmResetPose(
+            pos=self.reset_pos,
+            noise=(self.reset_noise,) * 3,
+            gripper=1.0,
+            clearance=self.clearance_height,
+            yaw_noise=5 * self.reset_noise,
+        )
+
+    def grasp_spec(self) -> GraspSpec:
+        return GraspSpec(
+            pick_pos=self.peg_holder_pos,
+            holding_range=self.peg_holding_range,
+            clearance=self.clearance_height,
+        )
+
     def reset(self, backend: Backend, rng: np.random.Generator) -> None:
+        lift_clear(backend, self.clearance_height)
         if backend.is_simulated:
             # the board first, so the peg never starts inside it
             xy = np.asarray(self.reset_pos[:2]) + rng.uniform(-1, 1, 2) * self.board_noise
             yaw = rng.uniform(-1, 1) * self.board_yaw_noise
             quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
             backend.place_object("board", np.array([*xy, 0.0]), quat)
-        offset = rng.uniform(-self.reset_noise, self.reset_noise, 3)
-        tcp_yaw = rng.uniform(-1, 1) * 5 * self.reset_noise
-        backend.move_to(np.asarray(self.reset_pos) + offset, down_quat(tcp_yaw), 1.0)
+        regrasp(backend, self.grasp_spec())
+        move_to_reset_pose(backend, self.reset_pose(), rng)

@@ -20,6 +20,7 @@ import numpy as np
 
 from robot_rl.envs.backend import Backend, Command, Reading
 from robot_rl.envs.task import Task, register_task
+from robot_rl.resets.arm_reset import ArmResetPose, reset_arm
 from robot_rl.tasks._arm import down_quat, position_step
 
 TABLE_Z = 0.0
@@ -49,6 +50,9 @@ class PickCubeTask(Task):
     """Uniform TCP offset at reset, per axis (m)."""
     cube_region: float = 0.075
     """The cube is placed uniformly within +-this of the reset xy (twin only; m)."""
+    clearance_height: float = 0.15
+    """The reset lifts the TCP to this height (m) before moving over: a held cube clears the
+    table's scene."""
 
     def state_space(self) -> gym.spaces.Box:
         size = 10 if self.privileged_state else 7
@@ -119,9 +123,16 @@ class PickCubeTask(Task):
             return {}
         return {"cube_height": float(reading["object/cube_pos"][2] - CUBE_HALF)}
 
+    def reset_pose(self) -> ArmResetPose:
+        return ArmResetPose(
+            pos=self.reset_pos,
+            noise=(self.reset_noise,) * 3,
+            gripper=0.0,
+            clearance=self.clearance_height,
+        )
+
     def reset(self, backend: Backend, rng: np.random.Generator) -> None:
-        offset = rng.uniform(-self.reset_noise, self.reset_noise, 3)
-        backend.move_to(np.asarray(self.reset_pos) + offset, down_quat(0.0), 0.0)
+        reset_arm(backend, self.reset_pose(), rng)
         if backend.is_simulated:
             xy = np.asarray(self.reset_pos[:2]) + rng.uniform(-1, 1, 2) * self.cube_region
             yaw = rng.uniform(-0.25, 0.25)

@@ -11,7 +11,7 @@ pytest.importorskip("mujoco")
 from robot_rl.envs.task import make_task
 from robot_rl.sim import make_twin_env
 
-TASKS = ["pick_cube", "peg_insert", "car_lap"]
+TASKS = ["pick_cube", "peg_insert", "car_lap", "put_down_cube"]
 STEPS = 25
 
 
@@ -99,7 +99,7 @@ def test_cameras_render_images_of_the_requested_size(task_name):
         assert images.std() > 1.0, f"{camera} renders a constant image"
 
 
-@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert"])
+@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert", "put_down_cube"])
 def test_finishing_pays_more_than_lingering(task_name):
     """Dense shaping of a task that ends on success: every step before success costs."""
     from robot_rl.sim import make_expert

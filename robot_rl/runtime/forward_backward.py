@@ -1,0 +1,388 @@
+"""Forward-backward reset-free training (SERL): two policies take turns on one robot.
+
+The forward policy does the task (pick_cube: grasp and lift the cube); the backward policy undoes
+it (put_down_cube: put the cube back into the start region and let go). Each has its own task,
+reward, agent, replay and demonstration buffer. When one's episode ends, by success or by its
+time limit, the other starts from wherever the robot and the cube are (``RobotEnv.start_in_place``)
+with no reset in between. The scene is reset only at the start, after a real failure (the cube
+fell off the table), and after ``stalled_episodes`` episodes in a row with no success in either
+direction (a person would step in there); each kind is counted.
+
+Built from the single-process loop's pieces: ``SACAgent``, ``ReplayBuffer``, ``make_sampler``
+(RLPD's 50/50 demo mix), ``collect_demos``, ``evaluate`` and ``RunLogger``; each direction is
+evaluated from its own task's ordinary resets on a separate twin, so evaluation never disturbs
+the training scene.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jax
+import numpy as np
+from rich.console import Console
+
+from robot_rl.agents.checkpoint import save_checkpoint
+from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.sac import SACAgent
+from robot_rl.data.mixing import MixedSampler
+from robot_rl.data.replay import ReplayBuffer
+from robot_rl.runtime.demos import applied_action, collect_demos
+from robot_rl.runtime.evaluation import episode_success, evaluate
+from robot_rl.runtime.run_dir import RunLogger
+from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
+
+BACKWARD_TASKS = {"pick_cube": "put_down_cube"}
+"""Forward task -> the task that undoes it."""
+
+
+@dataclass
+class ForwardBackwardConfig:
+    task: str = "pick_cube"
+    """Forward task; its backward task undoes it (pick_cube -> put_down_cube)."""
+    backward_task: str | None = None
+    """Backward task; default: the forward task's entry in BACKWARD_TASKS."""
+    demos: int = 20
+    """Successful scripted-expert demonstrations per direction, in that direction's demo buffer."""
+    demo_fraction: float = 0.5
+    """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
+    seed: int = 0
+    """Seed of the agents, the start reset and replay sampling."""
+    total_steps: int = 20_000
+    """Environment steps to train for, both directions together."""
+    start_steps: int = 200
+    """Uniformly random actions per direction before its policy acts and its updates begin."""
+    batch_size: int = 256
+    """Transitions per critic minibatch."""
+    utd_ratio: int = 2
+    """Critic updates per environment step of a direction, for that direction's agent."""
+    update_every: int = 2
+    """A direction's steps between its update calls (utd_ratio * update_every updates each)."""
+    replay_capacity: int = 100_000
+    """Online replay capacity per direction (transitions)."""
+    eval_every: int = 2_000
+    """Environment steps between evaluations of both deterministic policies."""
+    eval_episodes: int = 10
+    """Episodes per evaluation and direction."""
+    log_every: int = 1_000
+    """Environment steps between progress lines."""
+    stalled_episodes: int = 20
+    """Reset the scene after this many episodes in a row without a success in either direction
+    (the cube pushed out of reach: where a person would step in)."""
+    run_dir: str | None = None
+    """Where logs, curves and checkpoints go (forward/ and backward/ inside); default
+    runs/<task>-fb-s<seed>-<time>."""
+    stop_at_success: float | None = None
+    """Stop early once an evaluation of both directions reaches this success rate."""
+    agent: AgentConfig = field(
+        default_factory=lambda: AgentConfig(
+            num_critics=10, critic_subsample=2, init_temperature=0.01
+        )
+    )
+    """Both agents: RLPD's ensemble with SERL's initial temperature, as `robot-rl train`."""
+
+    @property
+    def backward_name(self) -> str:
+        if self.backward_task is not None:
+            return self.backward_task
+        if self.task not in BACKWARD_TASKS:
+            raise ValueError(
+                f"no backward task for {self.task!r}; pass --backward-task "
+                f"(known pairs: {', '.join(f'{f} -> {b}' for f, b in BACKWARD_TASKS.items())})"
+            )
+        return BACKWARD_TASKS[self.task]
+
+    def validate(self) -> None:
+        for name in ("total_steps", "batch_size", "utd_ratio", "update_every", "eval_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("start_steps", "demos", "eval_episodes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.demo_fraction <= 1.0:
+            raise ValueError(f"demo_fraction must be in [0, 1], got {self.demo_fraction}")
+        if self.stalled_episodes < 2:
+            raise ValueError(f"stalled_episodes must be >= 2, got {self.stalled_episodes}")
+        if self.backward_name == self.task:
+            raise ValueError("the backward task must differ from the forward task")
+        self.agent.validate()
+
+
+@dataclass
+class Direction:
+    """One side of the pair: its task's env on the shared robot, an eval env, policy and data."""
+
+    name: str
+    env: object
+    eval_env: object
+    agent: SACAgent
+    replay: ReplayBuffer
+    demos: ReplayBuffer
+    sampler: MixedSampler
+    logger: RunLogger | None = None
+    steps: int = 0
+    episodes: int = 0
+    successes: int = 0
+    updates: int = 0
+    recent: list[float] = field(default_factory=list)
+    last_eval: dict | None = None
+
+    def act(self, obs: dict, random: bool) -> np.ndarray:
+        if random:
+            action = self.env.action_space.sample()
+        else:
+            action, self.agent = self.agent.sample_actions(obs)
+        return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+    def update(self, rng: np.random.Generator, batch_size: int, num_updates: int) -> dict:
+        batch = self.sampler.sample(rng, batch_size, num_minibatches=num_updates)
+        self.agent, info = self.agent.update(batch, utd_ratio=num_updates)
+        self.updates += num_updates
+        return info
+
+    def summary(self) -> dict:
+        return {
+            "task": self.env.task.name if hasattr(self.env, "task") else self.name,
+            "env_steps": self.steps,
+            "episodes": self.episodes,
+            "successes": self.successes,
+            "train_success_rate": self.successes / max(self.episodes, 1),
+            "train_success_last20": float(np.mean(self.recent[-20:] or [0.0])),
+            "updates": self.updates,
+            "final_eval": self.last_eval,
+        }
+
+
+def with_shared_structure(agent: SACAgent, template: SACAgent) -> SACAgent:
+    """``agent``'s parameters, optimiser states and RNG inside ``template``'s static parts
+    (network definitions, optimisers, config). JAX caches compiled functions by that static
+    structure, which each ``SACAgent.create`` builds anew: sharing it compiles the update and
+    acting functions once for both directions instead of twice."""
+    leaves = jax.tree_util.tree_leaves(agent)
+    template_leaves, template_def = jax.tree_util.tree_flatten(template)
+    shapes = [np.shape(x) for x in leaves]
+    if shapes != [np.shape(x) for x in template_leaves] or agent.config != template.config:
+        raise ValueError("the agents differ in spaces or config: nothing to share")
+    return jax.tree_util.tree_unflatten(template_def, leaves)
+
+
+def make_direction(
+    name,
+    env,
+    eval_env,
+    cfg: ForwardBackwardConfig,
+    seed: int,
+    log_dir=None,
+    template: SACAgent | None = None,
+) -> Direction:
+    """A direction with a fresh agent and empty buffers (the demo buffer is filled separately).
+    With a ``template`` agent of the same spaces and config, the new agent shares its compiled
+    functions (``with_shared_structure``)."""
+    agent = SACAgent.create(seed, env.observation_space, env.action_space, cfg.agent)
+    if template is not None:
+        agent = with_shared_structure(agent, template)
+    replay = ReplayBuffer(env.observation_space, env.action_space, cfg.replay_capacity)
+    demo_capacity = min(cfg.replay_capacity, 100_000)
+    demos = ReplayBuffer(env.observation_space, env.action_space, demo_capacity)
+    env.action_space.seed(seed)
+    logger = None if log_dir is None else RunLogger(log_dir, config=dataclasses.asdict(cfg))
+    sampler = make_sampler(agent, replay, demos, cfg.demo_fraction)
+    return Direction(name, env, eval_env, agent, replay, demos, sampler, logger)
+
+
+def run_forward_backward(
+    cfg: ForwardBackwardConfig,
+    forward: Direction,
+    backward: Direction,
+    console: Console | None = None,
+) -> dict:
+    """The alternating loop. The two directions' envs must share one robot (backend)."""
+    console = console or Console()
+    rng = np.random.default_rng(cfg.seed)
+    resets = {"start": 1, "failure": 0, "stalled": 0}
+    handovers, dry_streak = 0, 0
+    active = forward
+    obs, _ = forward.env.reset(seed=cfg.seed)
+    episode_return, episode_length, succeeded = 0.0, 0, False
+    last_log_time, last_log_step = time.perf_counter(), 0
+
+    def evaluate_both(step: int) -> None:
+        for d in (forward, backward):
+            policy = d.agent.eval_actions
+            result = evaluate(policy, d.eval_env, cfg.eval_episodes, seed=cfg.seed + 1)
+            d.last_eval = {"step": step, **result.as_dict()}
+            if d.logger is not None:
+                d.logger.evaluation(step, result.as_dict())
+            console.print(
+                f"  eval {d.name} @ {step}: success {result.success_rate:.0%} "
+                f"[{result.success_ci_low:.0%}, {result.success_ci_high:.0%}], "
+                f"return {result.return_mean:.1f}"
+            )
+
+    step = 0
+    for step in range(1, cfg.total_steps + 1):
+        d = active
+        action = d.act(obs, random=d.steps < cfg.start_steps)
+        next_obs, reward, terminated, truncated, info = d.env.step(action)
+        d.replay.add(obs, applied_action(info, action), reward, terminated, truncated, next_obs)
+        d.steps += 1
+        obs = next_obs
+        episode_return += reward
+        episode_length += 1
+        succeeded = succeeded or episode_success(info)
+        if d.steps >= cfg.start_steps and d.steps % cfg.update_every == 0:
+            d.update(rng, cfg.batch_size, cfg.utd_ratio * cfg.update_every)
+
+        if terminated or truncated:
+            d.episodes += 1
+            d.successes += int(succeeded)
+            d.recent.append(float(succeeded))
+            dry_streak = 0 if succeeded else dry_streak + 1
+            if d.logger is not None:
+                d.logger.scalars(
+                    step,
+                    {
+                        "charts/episode_return": episode_return,
+                        "charts/episode_length": episode_length,
+                        "charts/success": float(succeeded),
+                        "charts/resets": sum(resets.values()),
+                    },
+                )
+            if terminated and not succeeded:  # a real failure: the scene needs a reset
+                resets["failure"] += 1
+                active, dry_streak = forward, 0
+                obs, _ = forward.env.reset()
+            elif dry_streak >= cfg.stalled_episodes:
+                resets["stalled"] += 1
+                active, dry_streak = forward, 0
+                obs, _ = forward.env.reset()
+            else:  # hand the robot over as it is: no reset
+                active = backward if d is forward else forward
+                obs, _ = active.env.start_in_place()
+                handovers += 1
+            episode_return, episode_length, succeeded = 0.0, 0, False
+
+        if step % cfg.eval_every == 0 or step == cfg.total_steps:
+            evaluate_both(step)
+        if step % cfg.log_every == 0:
+            rate = (step - last_log_step) / max(time.perf_counter() - last_log_time, 1e-9)
+            console.print(
+                f"step {step}/{cfg.total_steps} | forward {forward.episodes} episodes, "
+                f"success (last 20) {np.mean(forward.recent[-20:] or [0]):.0%} | backward "
+                f"{backward.episodes}, {np.mean(backward.recent[-20:] or [0]):.0%} | resets "
+                f"{resets['failure'] + resets['stalled']} after the start | {rate:.0f} env steps/s"
+            )
+            last_log_time, last_log_step = time.perf_counter(), step
+        if (
+            cfg.stop_at_success is not None
+            and forward.last_eval is not None
+            and forward.last_eval["step"] == step
+            and min(forward.last_eval["success_rate"], backward.last_eval["success_rate"])
+            >= cfg.stop_at_success
+        ):
+            console.print("both directions reached the stop criterion: stopping early")
+            break
+    return {
+        "env_steps": step,
+        "resets": resets,
+        "resets_after_start": resets["failure"] + resets["stalled"],
+        "handovers": handovers,
+        "forward": forward.summary(),
+        "backward": backward.summary(),
+    }
+
+
+def default_run_dir(cfg: ForwardBackwardConfig) -> Path:
+    return Path("runs") / f"{cfg.task}-fb-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def save_direction(d: Direction, directory: Path, step: int, seed: int) -> None:
+    """A checkpoint `robot-rl eval --checkpoint <dir>` reads like one of `robot-rl train`'s."""
+    task = d.env.task
+    metadata = {
+        "episodes": d.episodes,
+        "task": task.name,
+        "backend": "twin",
+        "env_id": "",
+        "cameras": list(task.cameras),
+        "image_size": task.image_size,
+        "seed": seed,
+    }
+    writers = {REPLAY_FILE: d.replay.save, DEMO_FILE: d.demos.save}
+    save_checkpoint(directory, step, d.agent, extra_writers=writers, metadata=metadata)
+
+
+def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None = None) -> dict:
+    """Forward-backward training on the twin; returns the summary (also run_dir/summary.json)."""
+    from robot_rl.envs.robot_env import RobotEnv
+    from robot_rl.envs.task import make_task
+    from robot_rl.sim import make_expert, make_twin_env
+
+    cfg.validate()
+    console = console or Console()
+    forward_task, backward_task = make_task(cfg.task), make_task(cfg.backward_name)
+    if forward_task.robot != backward_task.robot:
+        raise ValueError(f"{cfg.task} and {cfg.backward_name} do not drive the same robot")
+    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
+    forward_env = make_twin_env(forward_task, seed=cfg.seed)
+    # one robot, two tasks: the backward env drives the forward env's twin
+    backward_env = RobotEnv(backward_task, forward_env.backend)
+    eval_envs = [make_twin_env(t, seed=cfg.seed + 10_000) for t in (forward_task, backward_task)]
+    forward = make_direction(
+        "forward", forward_env, eval_envs[0], cfg, cfg.seed, run_dir / "forward"
+    )
+    same_spaces = forward_env.observation_space == backward_env.observation_space
+    same_spaces = same_spaces and forward_env.action_space == backward_env.action_space
+    backward = make_direction(
+        "backward",
+        backward_env,
+        eval_envs[1],
+        cfg,
+        cfg.seed + 1,
+        run_dir / "backward",
+        template=forward.agent if same_spaces else None,
+    )
+    directions = [forward, backward]
+    console.print(
+        f"[bold]train-fb[/] {cfg.task} <-> {cfg.backward_name} on the twin for "
+        f"{cfg.total_steps} steps -> {run_dir}"
+    )
+    for d, task in zip(directions, (forward_task, backward_task), strict=True):
+        if cfg.demos:
+            demo_env = make_twin_env(task)
+            counts = collect_demos(
+                demo_env, make_expert(task), d.demos, cfg.demos, seed=cfg.seed + 20_000
+            )
+            demo_env.close()
+            console.print(
+                f"demos {d.name} ({task.name}): {counts['episodes']} successful expert episodes, "
+                f"{counts['transitions']} transitions"
+            )
+
+    def save_and_close() -> None:
+        step = sum(d.steps for d in directions)
+        for d in directions:
+            save_direction(d, run_dir / d.name / "checkpoints", step, cfg.seed)
+        forward_env.close()  # closes the shared twin; backward_env has nothing of its own
+        for env in eval_envs:
+            env.close()
+
+    t0 = time.perf_counter()
+    try:
+        summary = run_forward_backward(cfg, *directions, console=console)
+    except KeyboardInterrupt:
+        save_and_close()  # keep what both policies learned
+        console.print("[yellow]interrupted[/]: checkpoints written")
+        raise
+    save_and_close()
+    summary = {"run_dir": str(run_dir), "wall_s": round(time.perf_counter() - t0, 1), **summary}
+    for d in directions:
+        if d.logger is not None:
+            d.logger.finish(d.summary())
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    console.print(json.dumps(summary))
+    return summary

@@ -1,0 +1,130 @@
+"""The car's autonomous recovery as a reusable module: on any CarBackend (a fake real car here,
+no MuJoCo) and from a RobotEnv outside car_lap's own reset."""
+
+import numpy as np
+import pytest
+
+from robot_rl.envs.backend import CarBackend
+from robot_rl.resets.car_recovery import crashed, recover
+
+WALL_Y = 1.0
+"""The fake track's only wall: the line y = 1."""
+BODY = 0.15
+"""Distance from the car's centre to its bumper (m)."""
+
+
+class FakeCar:
+    """A kinematic bicycle on a floor with one wall, behind the CarBackend contract; a real car
+    as far as recovery can tell (``is_simulated`` False: nothing can be placed)."""
+
+    is_simulated = False
+    control_hz = 10.0
+    camera_names = ()
+
+    def __init__(self, x=0.0, y=0.0, yaw=0.0, flipped_periods=0):
+        self.pose = np.array([x, y, yaw], float)
+        self.speed = 0.0
+        self.command = (0.0, 0.0)
+        self.flipped_periods = flipped_periods  # a person rights the car after this many
+        self.commands = []
+        self.touching = False
+
+    def read(self):
+        return {
+            "pose": self.pose.copy(),
+            "velocity": np.array([self.speed, 0.0, 0.0]),
+            "imu_accel": np.zeros(3),
+            "imu_gyro": np.zeros(3),
+            "collision": np.array([float(self.touching)]),
+            "flipped": np.array([float(self.flipped_periods > 0)]),
+        }
+
+    def send(self, command):
+        self.command = (float(command["speed"][0]), float(command["steering"][0]))
+        self.commands.append(self.command)
+
+    def advance(self):
+        dt = 1.0 / self.control_hz
+        if self.flipped_periods > 0:
+            self.flipped_periods -= 1
+            return
+        speed, steering = self.command
+        self.speed += np.clip(speed - self.speed, -0.5, 0.5)  # 5 m/s^2 at most
+        x, y, yaw = self.pose
+        yaw += self.speed / 0.26 * np.tan(steering) * dt
+        x += self.speed * np.cos(yaw) * dt
+        y += self.speed * np.sin(yaw) * dt
+        front = y + BODY * np.sin(yaw) * np.sign(self.speed or 1.0)
+        self.touching = front >= WALL_Y
+        if self.touching:  # the wall stops the car where it hits
+            y = min(y, WALL_Y - BODY * abs(np.sin(yaw)))
+            self.speed = 0.0
+        self.pose = np.array([x, y, yaw])
+
+    def place_car(self, x, y, yaw):
+        raise AssertionError("a real car cannot be placed")
+
+    def close(self):
+        pass
+
+
+def drive_into_the_wall(car):
+    for _ in range(20):
+        car.send({"speed": np.array([1.0]), "steering": np.array([0.0])})
+        car.advance()
+    assert crashed(car.read())
+
+
+def test_the_fake_car_satisfies_the_backend_contract():
+    assert isinstance(FakeCar(), CarBackend)
+
+
+def test_recovery_backs_a_generic_car_off_the_wall_and_drives_on():
+    car = FakeCar(y=0.3, yaw=np.pi / 2)  # facing the wall
+    drive_into_the_wall(car)
+    stuck_y = car.pose[1]
+    car.commands.clear()
+    target = np.array([3.0, 0.4])
+    result = recover(car, lambda reading: target, np.random.default_rng(0), back_up=True)
+    assert result == {"attempts": 1, "clear": True}
+    assert car.commands[0][0] < 0  # it reversed first
+    assert car.commands[-1][0] > 0  # and ended driving on towards the target
+    reading = car.read()
+    assert not crashed(reading) and reading["pose"][1] < stuck_y - 0.1
+    heading = np.array([np.cos(reading["pose"][2]), np.sin(reading["pose"][2])])
+    assert np.dot(heading, target - reading["pose"][:2]) > 0  # the target is ahead now
+
+
+def test_recovery_waits_stopped_while_a_person_rights_a_flipped_car():
+    car = FakeCar(flipped_periods=5)
+    result = recover(car, lambda reading: np.array([2.0, 0.0]), np.random.default_rng(1), False)
+    assert result["clear"]
+    assert car.commands[:5] == [(0.0, 0.0)] * 5  # held stopped while flipped, never driven
+
+
+def test_recovery_from_a_robot_env_outside_car_lap_reset():
+    pytest.importorskip("mujoco")
+    from robot_rl.envs.task import make_task
+    from robot_rl.sim import make_twin_env
+
+    env = make_twin_env(make_task("car_lap"))
+    try:
+        env.reset(seed=0)
+        env.backend.place_car(0.0, -3.25, -np.pi / 2)  # facing the outer wall
+        obs, _ = env.start_in_place()
+        for _ in range(30):
+            obs, _, terminated, _, info = env.step(np.array([-0.2, 0.0], np.float32))
+            if terminated:
+                break
+        assert terminated and info["crashes"] >= 1
+        # a caller's own recovery (say, a wrapper mid-episode): the backend is all it needs
+        lap = env.task._lap
+        target = env.task.checkpoint_array[lap.target]
+        result = recover(env.backend, lambda reading: target, np.random.default_rng(0), True)
+        assert result["clear"] and not crashed(env.backend.read())
+        obs, _ = env.start_in_place()  # the episode goes on from where recovery left the car
+        assert env.observation_space.contains(obs)
+        _, _, terminated, _, _ = env.step(np.array([-0.5, 0.0], np.float32))
+        assert not terminated
+    finally:
+        env.close()
