@@ -12,6 +12,18 @@ import time
 from pathlib import Path
 
 
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``robot-rl ARGS`` to completion, output captured, wide enough for one-line progress."""
+    return subprocess.run(
+        [sys.executable, "-m", "robot_rl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "250"},
+    )
+
+
 class Proc:
     """A child process in its own process group, its output in a file."""
 

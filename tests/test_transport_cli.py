@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from process_helpers import Processes
+from process_helpers import run_cli as robot_rl
 from transport_fixtures import free_endpoint
-
-
-def robot_rl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "robot_rl.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "250"},
-    )
 
 
 def test_keys_writes_both_pairs_and_never_overwrites(tmp_path):
