@@ -12,6 +12,7 @@ CORE_MODULES = [
     "robot_rl.data.mixing",
     "robot_rl.data.embedding_cache",
     "robot_rl.envs.robot_env",
+    "robot_rl.envs.intervention",
     "robot_rl.envs.task",
     "robot_rl.runtime.train_loop",
     "robot_rl.tasks",

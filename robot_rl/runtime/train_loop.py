@@ -34,6 +34,8 @@ from robot_rl.runtime.run_dir import RunLogger
 
 REPLAY_FILE = "replay.npz"
 DEMO_FILE = "demos.npz"
+INTERVENTION_FIELDS = {"intervened": ((), np.bool_)}
+"""Replay's per-transition flag when a run has interventions: the operator acted."""
 
 
 @dataclass
@@ -51,6 +53,19 @@ class TrainConfig:
     demos: int | None = None
     """Successful scripted-expert demonstrations put in the demo buffer first (twin only);
     default: the task's recipe (runtime/recipes.py)."""
+    demo_path: str | None = None
+    """MCAP demonstrations (a file or a directory; robot-rl record-demos) loaded into the demo
+    buffer instead of scripted ones."""
+    reward_classifier: str | None = None
+    """Reward classifier checkpoint (robot-rl train-reward): its sparse reward and termination
+    replace the task's (success is still reported from the task; evaluation on the twin reads
+    the task's ground truth, as robot-rl eval does)."""
+    reward_consecutive: int = 1
+    """With --reward-classifier: frames in a row that must pass its threshold before it pays."""
+    relabel_false_positives: bool = False
+    """With --reward-classifier: every time it fires, a labeler (on the twin, the task's ground
+    truth in the operator's place) confirms; a false success pays 0, the episode goes on and the
+    classifier is fine-tuned on the frame (HIL-SERL). Its fine-tunes go to run_dir."""
     demo_fraction: float = 0.5
     """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
     seed: int = 0
@@ -84,6 +99,8 @@ class TrainConfig:
     """Stop early once an evaluation's mean return reaches this value."""
     stop_at_success: float | None = None
     """Stop early once an evaluation's success rate reaches this value."""
+    interventions: Literal["off", "sim"] = "off"
+    """Operator takeovers while training: 'sim' is the twin's simulated human (scripted expert)."""
     agent: AgentConfig = field(
         default_factory=lambda: AgentConfig(
             num_critics=10, critic_subsample=2, init_temperature=0.01
@@ -107,6 +124,16 @@ class TrainConfig:
             raise ValueError("--demos needs the twin's scripted expert (--backend twin)")
         if not 0.0 <= self.demo_fraction <= 1.0:
             raise ValueError(f"demo_fraction must be in [0, 1], got {self.demo_fraction}")
+        if self.interventions not in ("off", "sim"):
+            raise ValueError(f"interventions must be 'off' or 'sim', got {self.interventions!r}")
+        if self.interventions == "sim" and self.backend != "twin":
+            raise ValueError(
+                "--interventions sim needs the twin's scripted expert (--backend twin)"
+            )
+        if self.reward_consecutive < 1:
+            raise ValueError(f"reward_consecutive must be >= 1, got {self.reward_consecutive}")
+        if self.relabel_false_positives and not self.reward_classifier:
+            raise ValueError("--relabel-false-positives needs --reward-classifier")
         if self.resume and self.run_dir is None:
             raise ValueError("--resume needs --run-dir of the run to continue")
         self.agent.validate()
@@ -115,8 +142,16 @@ class TrainConfig:
     def run_name(self) -> str:
         return self.task if self.backend == "twin" else self.env_id.replace("/", "_")
 
-    def make_env(self, seed: int):
+    def make_env(self, seed: int, ground_truth: bool = False):
+        """The run's env; ``ground_truth``: without the reward classifier (evaluation)."""
         options = {"cameras": tuple(self.cameras), "image_size": self.image_size}
+        if self.reward_classifier and not ground_truth:
+            from robot_rl.rewards.wrapper import with_reward_classifier
+
+            build = lambda opts: make_env(self.backend, self.task, self.env_id, seed, opts)
+            return with_reward_classifier(
+                self.reward_classifier, build, options, consecutive=self.reward_consecutive
+            )
         return make_env(self.backend, self.task, self.env_id, seed, options)
 
 
@@ -139,6 +174,18 @@ def make_sampler(agent: SACAgent, replay, demos, demo_fraction: float) -> MixedS
     return MixedSampler(replay, demos, demo_fraction=demo_fraction)
 
 
+def store_transition(replay, demo_buffer, transition: tuple, info: dict, hil: bool) -> None:
+    """Every transition goes to the online replay; with interventions on, each one carries its
+    ``intervened`` flag and the operator's also go to the demonstration buffer (HIL-SERL)."""
+    if not hil:
+        replay.add(*transition)
+        return
+    intervened = bool(info.get("intervened", False))
+    replay.add(*transition, intervened=intervened)
+    if intervened:
+        demo_buffer.add(*transition, intervened=True)
+
+
 def reached(cfg: TrainConfig, result: dict) -> bool:
     if cfg.stop_at_return is not None and result["return_mean"] >= cfg.stop_at_return:
         return True
@@ -154,11 +201,22 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     ckpt_dir = run_dir / "checkpoints"
 
     env = cfg.make_env(cfg.seed)
-    eval_env = cfg.make_env(cfg.seed + 10_000)
+    # success is measured on the task's ground truth, not on what the classifier believes
+    eval_env = cfg.make_env(cfg.seed + 10_000, ground_truth=True)
     agent = SACAgent.create(cfg.seed, env.observation_space, env.action_space, cfg.agent)
-    replay = ReplayBuffer(env.observation_space, env.action_space, cfg.replay_capacity)
+    hil = cfg.interventions != "off"
+    extras = INTERVENTION_FIELDS if hil else None
+    replay = ReplayBuffer(
+        env.observation_space, env.action_space, cfg.replay_capacity, extra_fields=extras
+    )
     demo_capacity = min(cfg.replay_capacity, 100_000)
-    demo_buffer = ReplayBuffer(env.observation_space, env.action_space, demo_capacity)
+    demo_buffer = ReplayBuffer(
+        env.observation_space, env.action_space, demo_capacity, extra_fields=extras
+    )
+    if cfg.interventions == "sim":
+        from robot_rl.sim.simulated_human import with_simulated_human
+
+        env = with_simulated_human(env, seed=cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     start_step, episodes = 0, 0
 
@@ -176,7 +234,22 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
 
     logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
-    if cfg.demos and len(demo_buffer) == 0:
+    relabeler = None
+    if cfg.relabel_false_positives:
+        from robot_rl.rewards.labelers import GroundTruthLabeler
+        from robot_rl.rewards.relabel import attach_relabeler
+
+        # the twin's ground truth answers in the operator's place (a key press on a robot)
+        relabeler = attach_relabeler(env, GroundTruthLabeler(), run_dir, log=console.print)
+    if cfg.demo_path and len(demo_buffer) == 0:
+        from robot_rl.data.mcap_demos import load_demos
+
+        _, counts = load_demos(cfg.demo_path, demo_buffer)
+        console.print(
+            f"demos: {counts['episodes']} recorded episodes ({counts['transitions']} "
+            f"transitions) from {cfg.demo_path}"
+        )
+    elif cfg.demos and len(demo_buffer) == 0:
         from robot_rl.sim import make_expert
 
         demo_env = cfg.make_env(cfg.seed + 20_000)
@@ -215,6 +288,7 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     episode_return, episode_length, episode_succeeded = 0.0, 0, False
     updates, update_time, last_eval = 0, 0.0, None
     recent_success: list[float] = []
+    recent_intervention: list[float] = []
     loop_start, last_log_step = time.perf_counter(), start_step
     stored_steps = start_step  # steps whose transition is in the replay
     try:
@@ -225,7 +299,9 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
                 action, agent = agent.sample_actions(obs)
             action = np.clip(action, -1.0, 1.0).astype(np.float32)
             next_obs, reward, terminated, truncated, info = env.step(action)
-            replay.add(obs, applied_action(info, action), reward, terminated, truncated, next_obs)
+            applied = applied_action(info, action)
+            transition = (obs, applied, reward, terminated, truncated, next_obs)
+            store_transition(replay, demo_buffer, transition, info, hil)
             stored_steps = step + 1
             obs = next_obs
             episode_return += reward
@@ -235,14 +311,15 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
             if terminated or truncated:
                 episodes += 1
                 recent_success.append(float(episode_succeeded))
-                logger.scalars(
-                    step + 1,
-                    {
-                        "charts/episode_return": episode_return,
-                        "charts/episode_length": episode_length,
-                        "charts/success": float(episode_succeeded),
-                    },
-                )
+                episode_figures = {
+                    "charts/episode_return": episode_return,
+                    "charts/episode_length": episode_length,
+                    "charts/success": float(episode_succeeded),
+                    **info.get("intervention_metrics", {}),
+                }
+                if "robot/intervention_rate" in episode_figures:
+                    recent_intervention.append(episode_figures["robot/intervention_rate"])
+                logger.scalars(step + 1, episode_figures)
                 obs, _ = env.reset()
                 episode_return, episode_length, episode_succeeded = 0.0, 0, False
 
@@ -270,9 +347,15 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
             if (step + 1) % cfg.log_every == 0:
                 elapsed = time.perf_counter() - loop_start
                 ups = updates / update_time if update_time else 0.0
+                hil_part = (
+                    f"interventions (last 20) {np.mean(recent_intervention[-20:] or [0]):.0%} | "
+                    if hil
+                    else ""
+                )
                 console.print(
                     f"step {step + 1}/{cfg.total_steps} | episodes {episodes} | "
                     f"train success (last 20) {np.mean(recent_success[-20:] or [0]):.0%} | "
+                    f"{hil_part}"
                     f"{(step + 1 - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
                     f"{ups:.0f} updates/s"
                 )
@@ -295,6 +378,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         raise
 
     summary = {"run_dir": str(run_dir), "episodes": episodes, "final_eval": last_eval}
+    if relabeler is not None:
+        summary["reward_relabel"] = relabeler.counts()
     logger.finish(summary)
     env.close()
     eval_env.close()

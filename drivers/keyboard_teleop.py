@@ -1,0 +1,197 @@
+"""Keyboard teleop for a terminal: publishes ``/teleop/twist`` and ``/teleop/joy`` (the
+teleop contract that ``robot_rl.ros.teleop.RosTeleopSource`` reads).
+
+    python -m robot_rl.drivers.keyboard_teleop [--ros-args -p rate_hz:=20.0 ...]
+
+Keys: w/s +x/-x, a/d +y/-y, r/f +z/-z, c close the gripper, o open it, space toggles
+"intervening" (the hold-to-intervene button), q or Ctrl-C quits.
+
+A terminal reports key presses, never releases, so a motion key counts as held for ``key_hold_s``
+after its last press; holding it down keeps it held through the terminal's auto-repeat. The
+terminal is put in raw mode (every key arrives at once, unechoed) and restored on exit, and a
+last message releases everything so the robot goes back to the policy without waiting for the
+staleness bound.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import termios
+import time
+import tty
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MOTION_KEYS = {
+    "w": (0, +1.0),
+    "s": (0, -1.0),
+    "a": (1, +1.0),
+    "d": (1, -1.0),
+    "r": (2, +1.0),
+    "f": (2, -1.0),
+}
+GRIPPER_KEYS = {"c": 1, "o": 2}  # Joy button index pressed by the key
+INTERVENE_KEY = " "
+QUIT_KEYS = ("q", "\x03", "\x04")  # q, Ctrl-C (raw mode delivers it as a byte), Ctrl-D
+HELP = (
+    "keyboard teleop: w/s +x/-x  a/d +y/-y  r/f +z/-z  c close  o open  "
+    "space toggle intervene  q quit"
+)
+
+
+@dataclass(frozen=True)
+class TeleopOutput:
+    linear: tuple[float, float, float]
+    buttons: tuple[int, int, int]
+    """Joy buttons: intervene, close the gripper, open it."""
+
+
+class KeyboardState:
+    """Key presses in, the device's deflection and buttons out (no ROS, no terminal)."""
+
+    def __init__(self, speed: float = 1.0, key_hold_s: float = 0.5):
+        if not 0.0 < speed <= 1.0:
+            raise ValueError(f"speed must lie in (0, 1], got {speed}")
+        if key_hold_s <= 0:
+            raise ValueError(f"key_hold_s must be > 0, got {key_hold_s}")
+        self.speed = speed
+        self.key_hold_s = key_hold_s
+        self.intervening = False
+        self.quit = False
+        self._pressed: dict[str, float] = {}  # key -> time of its last press
+
+    def press(self, key: str, now: float) -> None:
+        key = key.lower() if key.isalpha() else key
+        if key in QUIT_KEYS:
+            self.quit = True
+        elif key == INTERVENE_KEY:
+            self.intervening = not self.intervening
+        elif key in MOTION_KEYS or key in GRIPPER_KEYS:
+            self._pressed[key] = now
+
+    def output(self, now: float) -> TeleopOutput:
+        held = {k for k, t in self._pressed.items() if now - t <= self.key_hold_s}
+        linear = [0.0, 0.0, 0.0]
+        for key in held & set(MOTION_KEYS):
+            axis, sign = MOTION_KEYS[key]
+            linear[axis] += sign * self.speed  # opposite keys cancel
+        buttons = [int(self.intervening), 0, 0]
+        for key in held & set(GRIPPER_KEYS):
+            buttons[GRIPPER_KEYS[key]] = 1
+        return TeleopOutput(tuple(linear), tuple(buttons))
+
+    def released(self) -> TeleopOutput:
+        return TeleopOutput((0.0, 0.0, 0.0), (0, 0, 0))
+
+
+class RawTerminal:
+    """Context manager: the terminal in raw mode, its settings restored however we leave."""
+
+    def __init__(self, fd: int):
+        if not os.isatty(fd):
+            raise RuntimeError("keyboard teleop needs a terminal on stdin (run it in a shell)")
+        self.fd = fd
+        self._saved = None
+
+    def __enter__(self) -> RawTerminal:
+        self._saved = termios.tcgetattr(self.fd)
+        tty.setraw(self.fd)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+
+    def read_keys(self, timeout: float) -> str:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return ""
+        data = os.read(self.fd, 64)
+        if not data:
+            return QUIT_KEYS[-1]  # end of input: quit
+        return data.decode(errors="ignore")
+
+
+def _make_node(context):
+    """The ROS side: parameters, the two publishers, and a function that publishes a frame."""
+    import rclpy
+    from geometry_msgs.msg import TwistStamped
+    from rcl_interfaces.msg import ParameterDescriptor
+    from sensor_msgs.msg import Joy
+
+    from robot_rl.ros.qos import teleop_qos
+    from robot_rl.ros.teleop import JOY_TOPIC, TWIST_TOPIC
+
+    node = rclpy.create_node("keyboard_teleop", context=context)
+    params = {
+        "rate_hz": (20.0, "publishing rate (Hz); keep it above 1 / the source's staleness bound"),
+        "speed": (1.0, "deflection of a motion key, in (0, 1] of the task's largest step"),
+        "key_hold_s": (0.5, "a key counts as held this long after its last press (s)"),
+        "frame_id": ("base", "frame of the twist: 'base' or 'tool'"),
+    }
+    values = {
+        name: node.declare_parameter(name, default, ParameterDescriptor(description=text)).value
+        for name, (default, text) in params.items()
+    }
+    if values["rate_hz"] <= 0:
+        raise ValueError(f"rate_hz must be > 0, got {values['rate_hz']}")
+    if values["frame_id"] not in ("base", "tool"):
+        raise ValueError(f"frame_id must be 'base' or 'tool', got {values['frame_id']!r}")
+    twist_pub = node.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
+    joy_pub = node.create_publisher(Joy, JOY_TOPIC, teleop_qos())
+
+    def publish(out: TeleopOutput) -> None:
+        stamp = node.get_clock().now().to_msg()
+        twist = TwistStamped()
+        twist.header.stamp, twist.header.frame_id = stamp, values["frame_id"]
+        twist.twist.linear.x, twist.twist.linear.y, twist.twist.linear.z = out.linear
+        joy = Joy()
+        joy.header.stamp = stamp
+        joy.buttons = list(out.buttons)
+        twist_pub.publish(twist)
+        joy_pub.publish(joy)
+
+    return node, values, publish
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    import rclpy
+    from rclpy.context import Context
+
+    context = Context()
+    rclpy.init(args=args, context=context)
+    node = None
+    try:
+        try:
+            node, values, publish = _make_node(context)
+            state = KeyboardState(values["speed"], values["key_hold_s"])
+            terminal = RawTerminal(sys.stdin.fileno())
+        except (ValueError, RuntimeError) as err:
+            print(f"keyboard_teleop: {err}", file=sys.stderr)
+            return 2
+        period = 1.0 / values["rate_hz"]
+        with terminal:
+            # raw mode: a bare \n would not return the carriage
+            sys.stdout.write(HELP + "\r\n")
+            sys.stdout.flush()
+            next_publish = time.monotonic()
+            while not state.quit:
+                for key in terminal.read_keys(max(0.0, next_publish - time.monotonic())):
+                    state.press(key, time.monotonic())
+                now = time.monotonic()
+                if now >= next_publish:
+                    publish(state.output(now))
+                    next_publish = now + period
+            publish(state.released())
+            # Give the reliable release a moment to reach subscribers before the node goes.
+            time.sleep(0.2)
+        return 0
+    finally:
+        if node is not None:
+            node.destroy_node()
+        context.try_shutdown()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""A ``TeleopSource`` fed by the teleop topics, so any device node plugs in (SpaceMouse,
+gamepad, keyboard): it only has to publish ``/teleop/twist`` and ``/teleop/joy``.
+
+Topic convention (DESIGN.md, reliable, depth 1):
+  - ``/teleop/twist`` (geometry_msgs/TwistStamped): the device's deflection per axis, normalised
+    to [-1, 1] (full deflection = the task's largest step), in the frame the intervention
+    wrapper is configured for (base, or tool with ``frame="tool"``);
+  - ``/teleop/joy`` (sensor_msgs/Joy): buttons; by default 0 = hold-to-intervene,
+    1 = close the gripper, 2 = open it.
+Devices publish at a steady rate; a message older than ``max_age_s`` (by arrival time on this
+host's monotonic clock, so the sender's clock does not matter) counts as released: a device that
+dies or a link that drops never keeps steering.
+
+The node spins in a background thread in its own rclpy context, so it coexists with any other
+rclpy use in the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import TwistStamped
+from rclpy.context import Context
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from sensor_msgs.msg import Joy
+
+from robot_rl.envs.backend import Reading
+from robot_rl.envs.intervention import OperatorCommand
+from robot_rl.ros.qos import teleop_qos
+
+TWIST_TOPIC = "/teleop/twist"
+JOY_TOPIC = "/teleop/joy"
+TWIST_FIELDS = ("linear.x", "linear.y", "linear.z", "angular.x", "angular.y", "angular.z")
+
+
+@dataclass(frozen=True)
+class TeleopMapping:
+    """Which message field drives each action entry."""
+
+    axes: tuple[str, ...] = ("linear.x", "linear.y", "linear.z", "gripper")
+    """One per action entry: a twist field (``TWIST_FIELDS``), 'gripper' (+1 close, -1 open,
+    0 keep, from the buttons) or 'none' (always 0). The default fits the arm's xyz + gripper;
+    the car would use ('linear.x', 'angular.z')."""
+    intervene_button: int = 0
+    close_button: int = 1
+    open_button: int = 2
+
+    def __post_init__(self) -> None:
+        known = (*TWIST_FIELDS, "gripper", "none")
+        unknown = [axis for axis in self.axes if axis not in known]
+        if unknown or not self.axes:
+            raise ValueError(f"unknown teleop axes {unknown or self.axes}; choose from {known}")
+        if min(self.intervene_button, self.close_button, self.open_button) < 0:
+            raise ValueError("button indices must be >= 0")
+
+
+def _button(buttons, index: int) -> bool:
+    return index < len(buttons) and bool(buttons[index])
+
+
+class RosTeleopSource:
+    """Subscribes to the teleop topics; ``poll`` turns the newest fresh messages into a command."""
+
+    def __init__(
+        self,
+        mapping: TeleopMapping | None = None,
+        max_age_s: float = 0.3,
+        node_name: str = "teleop_source",
+        twist_topic: str = TWIST_TOPIC,
+        joy_topic: str = JOY_TOPIC,
+    ):
+        if max_age_s <= 0:
+            raise ValueError(f"max_age_s must be > 0, got {max_age_s}")
+        self.mapping = mapping or TeleopMapping()
+        self.max_age_s = max_age_s
+        self._lock = threading.Lock()
+        self._twist: tuple[np.ndarray, float] | None = None  # (6 values, arrival time)
+        self._joy: tuple[tuple[int, ...], float] | None = None
+        self._context = Context()
+        rclpy.init(context=self._context)
+        try:
+            self.node = rclpy.create_node(node_name, context=self._context)
+            self.node.create_subscription(TwistStamped, twist_topic, self._on_twist, teleop_qos())
+            self.node.create_subscription(Joy, joy_topic, self._on_joy, teleop_qos())
+            self._executor = SingleThreadedExecutor(context=self._context)
+            self._executor.add_node(self.node)
+        except Exception:
+            self._context.try_shutdown()
+            raise
+        self._thread = threading.Thread(target=self._spin, name=node_name, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        # close() shuts the context down under the spinning executor: that is the way out
+        with contextlib.suppress(ExternalShutdownException):
+            self._executor.spin()
+
+    def _on_twist(self, msg: TwistStamped) -> None:
+        t = msg.twist
+        values = np.array(
+            [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
+        )
+        with self._lock:
+            self._twist = (values, time.monotonic())
+
+    def _on_joy(self, msg: Joy) -> None:
+        with self._lock:
+            self._joy = (tuple(int(b) for b in msg.buttons), time.monotonic())
+
+    def _fresh(self, entry, now: float):
+        return entry if entry is not None and now - entry[1] <= self.max_age_s else None
+
+    def poll(self, reading: Reading | None = None) -> OperatorCommand | None:
+        now = time.monotonic()
+        with self._lock:
+            twist, joy = self._fresh(self._twist, now), self._fresh(self._joy, now)
+        if twist is None and joy is None:
+            return None
+        deflection = twist[0] if twist is not None else np.zeros(6)
+        buttons = joy[0] if joy is not None else ()
+        m = self.mapping
+        grip = float(_button(buttons, m.close_button)) - float(_button(buttons, m.open_button))
+        action = np.zeros(len(m.axes), np.float32)
+        for i, axis in enumerate(m.axes):
+            if axis == "gripper":
+                action[i] = grip
+            elif axis != "none":
+                action[i] = deflection[TWIST_FIELDS.index(axis)]
+        if not np.all(np.isfinite(action)):
+            return None  # a broken device message never steers
+        stamp = max(entry[1] for entry in (twist, joy) if entry is not None)
+        return OperatorCommand(
+            action=np.clip(action, -1.0, 1.0),
+            button=_button(buttons, m.intervene_button),
+            stamp=stamp,
+        )
+
+    def reset(self) -> None:
+        """Nothing per episode: the operator's device state carries over."""
+
+    def close(self) -> None:
+        self._executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self._context.try_shutdown()
+        self._thread.join(timeout=2.0)
+
+    def __enter__(self) -> RosTeleopSource:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
