@@ -25,10 +25,50 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "TrainConfig",
         "single-process training with progress output, checkpoints and curves",
     ),
+    "train-fb": (
+        "robot_rl.commands.train_fb",
+        "ForwardBackwardConfig",
+        "forward-backward reset-free training on the twin: two policies take turns (SERL)",
+    ),
     "eval": (
         "robot_rl.commands.eval",
         "EvalConfig",
         "success rate with a 95% confidence interval, cycle time, optional MP4",
+    ),
+    "learner": (
+        "robot_rl.commands.learner",
+        "LearnerConfig",
+        "the training half of a distributed run: actors connect and stream transitions",
+    ),
+    "actor": (
+        "robot_rl.commands.actor",
+        "ActorConfig",
+        "the acting half of a distributed run: runs the task, streams to a learner",
+    ),
+    "up": (
+        "robot_rl.commands.up",
+        "UpConfig",
+        "the whole stack as processes: twin or driver nodes, cameras, actor (ROS 2), learner",
+    ),
+    "keys": (
+        "robot_rl.commands.keys",
+        "KeysConfig",
+        "CURVE key pairs so a learner can listen beyond loopback",
+    ),
+    "record-demos": (
+        "robot_rl.commands.record_demos",
+        "RecordDemosConfig",
+        "successful demonstration episodes as MCAP files (ROS 2 encoding) for --demo-path",
+    ),
+    "record-labels": (
+        "robot_rl.commands.record_labels",
+        "RecordLabelsConfig",
+        "success / failure camera frames (.npz) for the reward classifier",
+    ),
+    "train-reward": (
+        "robot_rl.commands.train_reward",
+        "TrainRewardConfig",
+        "the reward classifier: frozen image trunk + trained head, held-out accuracy",
     ),
 }
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import rclpy
@@ -29,42 +28,11 @@ from std_srvs.srv import SetBool, Trigger
 
 from robot_rl.envs.backend import Command, Reading, StaleReadingError
 from robot_rl.ros import convert
+from robot_rl.ros.config import RosBackendConfig
 from robot_rl.ros.qos import command_qos, sensor_qos
 from robot_rl.ros.sync import TopicHistory, synchronise
 
 ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
-
-
-@dataclass(frozen=True)
-class RosBackendConfig:
-    namespace: str = ""
-    """The robot's namespace; empty: ``/arm`` or ``/car`` by the task's robot kind."""
-    camera_namespaces: dict[str, str] = field(default_factory=dict)
-    """Camera name -> namespace; a camera not listed is at ``/<name>_cam``."""
-    use_sim_time: bool = True
-    max_age: float = 0.3
-    """Staleness bound (s): the newest data of every topic must be younger than this."""
-    slop: float = 0.1
-    """Approximate sync (s): the assembled messages' stamps lie within this of each other."""
-    clock_timeout: float = 2.0
-    """Wall seconds without ``/clock`` after which sim time counts as stopped (stale)."""
-    service_timeout: float = 10.0
-    """Wall seconds to wait for a service (reset, estop, clear_error)."""
-    ready_timeout: float = 20.0
-    """Wall seconds a reset may wait for fresh readings and for the robot to settle."""
-    objects: tuple[str, ...] | None = None
-    """Twin-only object poses to read from ``/sim/objects/<name>/pose`` (None: those the task's
-    privileged state needs)."""
-    settle_tolerance: float = 0.005
-    """move_to is done when the TCP is this close to the target (m)."""
-    wheelbase: float = 0.26
-    """The car's wheelbase (m): steering <-> yaw rate in ``cmd_vel``."""
-
-    def __post_init__(self) -> None:
-        for name in ("max_age", "slop", "clock_timeout", "service_timeout", "ready_timeout",
-                     "settle_tolerance", "wheelbase"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"RosBackendConfig.{name} must be > 0, got {getattr(self, name)}")
 
 
 def fit_image(image: np.ndarray, size: int) -> np.ndarray:
@@ -98,12 +66,16 @@ class RosRobotBackend:
         """The stamp of the slowest sensor in the last reading (its age says how old the
         observation is)."""
         self._context = Context()
-        rclpy.init(context=self._context, args=[])  # args=[]: never parse the host's argv
+        # never the host's argv: only the ROS arguments meant for this node
+        rclpy.init(context=self._context, args=list(config.ros_args))
+        overrides = ([] if config.use_sim_time is None else
+                     [Parameter("use_sim_time", value=config.use_sim_time)])
         self.node = rclpy.create_node(
-            f"robot_rl_backend_{task.robot}", context=self._context,
-            parameter_overrides=[Parameter("use_sim_time", value=config.use_sim_time)],
+            config.node_name or f"robot_rl_backend_{task.robot}", context=self._context,
+            parameter_overrides=overrides,
         )
-        if config.use_sim_time:
+        self.use_sim_time = bool(self.node.get_parameter("use_sim_time").value)
+        if self.use_sim_time:
             self.node.create_subscription(Clock, "/clock", self._on_clock, sensor_qos(1))
         for camera in self.camera_names:
             ns = config.camera_namespaces.get(camera, f"/{camera}_cam").rstrip("/")
@@ -156,13 +128,13 @@ class RosRobotBackend:
     # -- time ----------------------------------------------------------------------------------
     def now(self) -> float:
         """Seconds on the clock that stamps the sensors (simulated or wall time)."""
-        if not self.config.use_sim_time:
+        if not self.use_sim_time:
             return time.time()
         with self._clock:
             return -np.inf if self._sim_now is None else self._sim_now
 
     def _check_clock(self) -> None:
-        if not self.config.use_sim_time:
+        if not self.use_sim_time:
             return
         with self._clock:
             wall = self._clock_wall
@@ -173,7 +145,7 @@ class RosRobotBackend:
             raise StaleReadingError(f"/clock: silent for {silent:.2f} s (physics stopped?)")
 
     def _wait_until(self, target: float) -> None:
-        if not self.config.use_sim_time:
+        if not self.use_sim_time:
             time.sleep(max(0.0, target - time.time()))
             return
         # bounded on the wall clock: a stopped simulation must not hang the control loop
@@ -236,10 +208,16 @@ class RosRobotBackend:
         return future.result()
 
     def reset_robot(self) -> str:
-        """The driver's reset: to its reset pose (the twin also randomises its scene)."""
-        response = self._call(Trigger, "reset", Trigger.Request())
-        if not response.success:
-            raise RuntimeError(f"{self.topic('reset')} refused: {response.message}")
+        """The driver's reset: to its reset pose (the twin also randomises its scene). An
+        engaged e-stop pauses it (up to ``ready_timeout``) until the operator releases it."""
+        deadline = time.monotonic() + self.config.ready_timeout
+        while True:
+            response = self._call(Trigger, "reset", Trigger.Request())
+            if response.success:
+                break
+            if "e-stop" not in response.message or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.topic('reset')} refused: {response.message}")
+            time.sleep(0.1)
         self._last_tick = None
         return response.message
 

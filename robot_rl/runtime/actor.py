@@ -22,6 +22,7 @@ from robot_rl.ros.config import RosBackendConfig
 from robot_rl.runtime.demos import applied_action
 from robot_rl.runtime.environments import make_env
 from robot_rl.runtime.evaluation import episode_success
+from robot_rl.runtime.interventions import check_interventions, with_interventions
 from robot_rl.runtime.rate import Rate
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.messages import encode_transition
@@ -70,6 +71,8 @@ class ActorConfig:
     is left stays on disk and is sent by the next run with the same outbox)."""
     log_every: float = 5.0
     """Seconds between progress lines."""
+    interventions: Literal["off", "sim", "ros"] = "off"
+    """Operator takeovers: 'sim' the twin's simulated human, 'ros' the /teleop/twist+joy topics."""
 
     def validate(self) -> None:
         if self.speedup < 0:
@@ -78,6 +81,7 @@ class ActorConfig:
             raise ValueError(f"max_learner_lag must be >= 1, got {self.max_learner_lag}")
         if (self.curve_secret_key is None) != (self.learner_public_key is None):
             raise ValueError("--curve-secret-key and --learner-public-key go together")
+        check_interventions(self.interventions, self.backend)
 
 
 class LearnerRefused(RuntimeError):
@@ -93,6 +97,7 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     )
     options = {"cameras": tuple(cfg.cameras), "image_size": cfg.image_size}
     env = make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, options, ros=cfg.ros)
+    env = with_interventions(env, cfg.interventions, seed=cfg.seed + outbox.next_seq)
     hello = {
         "task": cfg.task,
         "observation_space": dict_space_to_json(env.observation_space),
@@ -121,6 +126,7 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     episode = {"return": 0.0, "length": 0, "success": False, "intervened": 0}
     steps = episodes = 0
     recent_success: list[float] = []
+    recent_intervention: list[float] | None = [] if cfg.interventions != "off" else None
     last_log = time.monotonic()
     try:
         while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
@@ -148,12 +154,15 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
             if terminated or truncated:
                 episodes += 1
                 recent_success.append(float(episode["success"]))
+                intervention_rate = episode["intervened"] / max(episode["length"], 1)
+                if recent_intervention is not None:
+                    recent_intervention.append(intervention_rate)
                 client.send_stats(
                     {
                         "return": episode["return"],
                         "length": episode["length"],
                         "success": float(episode["success"]),
-                        "intervention_rate": episode["intervened"] / episode["length"],
+                        "intervention_rate": intervention_rate,
                     }
                 )
                 obs, _ = env.reset()
@@ -161,7 +170,10 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
             rate.sleep()
             if time.monotonic() - last_log >= cfg.log_every:
                 last_log = time.monotonic()
-                _progress(console, outbox, client, policy, episodes, recent_success, rate)
+                _progress(
+                    console, outbox, client, policy, episodes, recent_success, rate,
+                    recent_intervention,
+                )  # fmt: skip
         if outbox.backlog:
             console.print(
                 f"waiting up to {cfg.flush_timeout:.0f} s for the learner to acknowledge "
@@ -207,13 +219,20 @@ def _refresh_policy(policy, client: TransportClient, env):
     return policy
 
 
-def _progress(console, outbox, client, policy, episodes, recent_success, rate) -> None:
+def _progress(
+    console, outbox, client, policy, episodes, recent_success, rate, recent_intervention=None
+) -> None:
     recent = recent_success[-20:]
     success = f"{np.mean(recent):.0%}" if recent else "-"
+    interventions = ""
+    if recent_intervention is not None:  # the operator's share of the last 20 episodes' steps
+        rates = recent_intervention[-20:]
+        interventions = f"interventions (last 20) {f'{np.mean(rates):.0%}' if rates else '-'} | "
     period = rate.period_stats()
     hz = 1000.0 / period["mean_ms"] if period["mean_ms"] else float("nan")
     console.print(
         f"steps {outbox.next_seq} | episodes {episodes} | success (last 20) {success} | "
+        f"{interventions}"
         f"control {hz:.1f} Hz (p99 period {period['p99_ms']:.1f} ms) | "
         f"weights v{policy.version if policy else -1} | "
         f"unacknowledged {outbox.backlog} | {'connected' if client.connected else 'NOT connected'}"

@@ -1,0 +1,264 @@
+"""`robot-rl up sim|robot`: the whole stack as processes, as ``ros2 launch`` would start it.
+
+The processes come from ``robot_rl.stack`` (the description the launch files use too): twin or
+driver nodes, camera nodes, the actor (a ROS 2 node on the ROS backend) and the learner, each in
+its own process group with its log in ``<run_dir>/logs``. While they run, one line shows env
+steps, episodes, success, learner updates/s, the actor's control rate and weights versions.
+When the actor and the learner are done: the nodes stop, the learner's final checkpoint is
+evaluated on the in-process twin (``robot-rl eval``), and ``<run_dir>/report.json`` and the
+curves PNG are written. Ctrl-C (or SIGTERM) stops every child: SIGINT, then SIGKILL after
+``--grace`` seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import tyro
+from rich.console import Console
+
+from robot_rl.agents.config import AgentConfig
+
+LEARNER_AGENT = AgentConfig(num_critics=10, critic_subsample=2, init_temperature=0.01)
+"""``robot-rl learner``'s default agent: only fields that differ from it are passed on."""
+LEARNER_BATCH_SIZE, LEARNER_UTD_RATIO = 256, 2
+
+
+@dataclass
+class UpConfig:
+    mode: tyro.conf.Positional[Literal["sim", "robot"]]
+    """'sim': the MuJoCo twin's nodes; 'robot': the driver nodes of --hardware."""
+    task: str = "pick_cube"
+    """Task name (tasks/)."""
+    hardware: str | None = None
+    """Hardware file of the robot setup (hardware/*.yaml); needed for 'robot'."""
+    cameras: tuple[str, ...] = ()
+    """Camera observations (empty: state only; pick_cube then uses the twin's cube pose)."""
+    image_size: int = 64
+    """Camera image side in pixels."""
+    speedup: float = 4.0
+    """Twin only: simulated seconds per wall second (the actor keeps the task's rate in
+    simulated time)."""
+    total_steps: int = 6_000
+    """Environment steps of the run (the learner makes its updates for all of them)."""
+    demos: int | None = None
+    """Scripted-expert demonstrations the learner makes (twin only); default: the recipe."""
+    start_steps: int | None = None
+    """Transitions before the first update; default: the recipe."""
+    batch_size: int = LEARNER_BATCH_SIZE
+    """Transitions per critic minibatch."""
+    utd_ratio: int = LEARNER_UTD_RATIO
+    """Critic updates per transition."""
+    agent: AgentConfig = field(default_factory=lambda: LEARNER_AGENT)
+    """The agent (RLPD: 10 critics, min over 2)."""
+    seed: int = 0
+    """Seed of the twin's resets, the actor and the learner."""
+    run_dir: str | None = None
+    """Where logs, the learner's run and the report go; default runs/up-<task>-<time>."""
+    port: int = 0
+    """Learner port on 127.0.0.1 (0: a free one)."""
+    eval_episodes: int = 50
+    """Evaluation episodes on the in-process twin at the end (0: no evaluation)."""
+    grace: float = 20.0
+    """Seconds between SIGINT and SIGKILL when stopping."""
+    log_every: float = 2.0
+    """Seconds between progress lines."""
+
+    def validate(self) -> None:
+        if self.mode == "robot" and not self.hardware:
+            raise ValueError("robot-rl up robot needs --hardware hardware/<setup>.yaml")
+        if self.total_steps < 1:
+            raise ValueError(f"--total-steps must be >= 1, got {self.total_steps}")
+        if self.eval_episodes < 0 or self.grace < 0:
+            raise ValueError("--eval-episodes and --grace must be >= 0")
+        self.agent.validate()
+
+
+def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> list[str]:
+    """``--agent.*`` options that make ``robot-rl learner`` build ``agent``."""
+    flags = []
+    for f in dataclasses.fields(AgentConfig):
+        value = getattr(agent, f.name)
+        if value == getattr(default, f.name):
+            continue
+        name = f"--agent.{f.name.replace('_', '-')}"
+        if isinstance(value, bool):
+            flags.append(name if value else f"--agent.no-{f.name.replace('_', '-')}")
+        elif isinstance(value, tuple):
+            flags += [name, *(str(v) for v in value)]
+        else:
+            flags += [name, str(value)]
+    return flags
+
+
+def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
+    from robot_rl.stack import StackConfig
+
+    # only what differs from robot-rl learner's defaults, so that the defaults start exactly
+    # what the launch files start
+    learner_args = []
+    if cfg.batch_size != LEARNER_BATCH_SIZE:
+        learner_args += ["--batch-size", str(cfg.batch_size)]
+    if cfg.utd_ratio != LEARNER_UTD_RATIO:
+        learner_args += ["--utd-ratio", str(cfg.utd_ratio)]
+    learner_args += agent_flags(cfg.agent)
+    if cfg.demos is not None:
+        learner_args += ["--demos", str(cfg.demos)]
+    if cfg.start_steps is not None:
+        learner_args += ["--start-steps", str(cfg.start_steps)]
+    return StackConfig(
+        task=cfg.task, mode=cfg.mode, hardware=cfg.hardware, cameras=tuple(cfg.cameras),
+        image_size=cfg.image_size, speedup=cfg.speedup, seed=cfg.seed,
+        learner_endpoint=endpoint, run_dir=str(run_dir), total_steps=cfg.total_steps,
+        log_every=cfg.log_every, learner_args=tuple(learner_args),
+    )
+
+
+def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
+    """What ``robot-rl up`` starts (the launch files start the same for the same arguments)."""
+    from robot_rl.stack import stack_processes
+
+    return stack_processes(stack_config(cfg, run_dir, endpoint))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class StackFailed(RuntimeError):
+    pass
+
+
+def _terminate(*_) -> None:
+    raise KeyboardInterrupt
+
+
+def run(cfg: UpConfig) -> int:
+    from robot_rl.runtime.stack_progress import StackProgress
+    from robot_rl.runtime.supervisor import Supervisor
+
+    console = Console()
+    try:
+        cfg.validate()
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        run_dir = Path(cfg.run_dir or f"runs/up-{cfg.task}-{stamp}").absolute()
+        endpoint = f"tcp://127.0.0.1:{cfg.port or free_port()}"
+        processes = planned_processes(cfg, run_dir, endpoint)
+    except ValueError as err:
+        console.print(f"[red]error:[/] {err}")
+        return 2
+    if cfg.mode == "robot":
+        from robot_rl.hardware import load_hardware
+
+        missing = load_hardware(cfg.hardware).missing_executables()
+        if missing:
+            console.print(f"[red]error:[/] {cfg.hardware} names driver executables that are "
+                          f"not installed: {', '.join(sorted(set(missing)))}")
+            return 2
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "stack.json").write_text(json.dumps(
+        [{"name": p.name, "role": p.role, "command": p.command()} for p in processes], indent=2))
+    supervisor = Supervisor(run_dir / "logs")
+    progress = StackProgress(run_dir / "logs")
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    started = time.monotonic()
+    console.print(f"[bold]up[/] {cfg.mode} {cfg.task}: "
+                  + ", ".join(p.name for p in processes) + f" -> {run_dir}")
+    try:
+        for spec in processes:
+            supervisor.start(spec)
+        _supervise(supervisor, progress, console, cfg.log_every)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/]: stopping {len(supervisor.children)} processes")
+        codes = supervisor.stop(cfg.grace)
+        console.print("stopped: " + ", ".join(f"{k} {v}" for k, v in codes.items()))
+        return 130
+    except StackFailed as err:
+        supervisor.stop(cfg.grace)
+        console.print(f"[red]stack failed:[/] {err}")
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    supervisor.stop(cfg.grace)
+    train_seconds = time.monotonic() - started
+    console.print(progress.line(), soft_wrap=True, highlight=False)
+    report = _report(cfg, run_dir, train_seconds, console)
+    report["wall_seconds"] = time.monotonic() - started
+    (run_dir / "report.json").write_text(json.dumps(report, indent=2))
+    console.print(f"[bold]done[/] in {report['wall_seconds'] / 60:.1f} min: "
+                  + (f"success {report['eval']['success_rate']:.0%} over "
+                     f"{report['eval']['episodes']} episodes; " if report.get("eval") else "")
+                  + f"report {run_dir / 'report.json'}")
+    return 0
+
+
+def _supervise(supervisor, progress, console, log_every: float) -> None:
+    """Until the actor and the learner have both finished; a failure raises StackFailed."""
+    last_line = time.monotonic()
+    while True:
+        for name, event, code in supervisor.poll():
+            child = supervisor.children[name]
+            if event == "died":
+                console.print(f"[yellow]{name} died[/] ({code}); restarting it")
+            elif event == "respawned":
+                console.print(f"{name} restarted (start {child.starts})")
+            elif child.spec.role in ("actor", "learner") and code == 0:
+                console.print(f"{name} finished")
+            else:
+                tail = child.log.read_text(errors="replace").splitlines()[-15:]
+                raise StackFailed(f"{name} exited with {code}:\n" + "\n".join(tail))
+        finals = [supervisor.returncode(name) for name in ("actor", "learner")
+                  if name in supervisor.children]
+        if finals and all(code == 0 for code in finals):
+            return
+        if time.monotonic() - last_line >= log_every:
+            last_line = time.monotonic()
+            console.print(progress.line(), soft_wrap=True, highlight=False)
+        time.sleep(0.2)
+
+
+def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console) -> dict:
+    from robot_rl.runtime.plots import plot_curves
+
+    learner_dir = run_dir / "learner"
+    summary_file = learner_dir / "summary.json"
+    report = {
+        "task": cfg.task, "mode": cfg.mode, "total_steps": cfg.total_steps,
+        "train_seconds": train_seconds,
+        "learner": json.loads(summary_file.read_text()) if summary_file.is_file() else None,
+        "checkpoints": str(learner_dir / "checkpoints"),
+    }
+    if cfg.eval_episodes:
+        console.print(f"evaluating the final checkpoint on the in-process twin "
+                      f"({cfg.eval_episodes} episodes)")
+        result = evaluate_checkpoint(learner_dir / "checkpoints", cfg.eval_episodes,
+                                     run_dir / "logs" / "eval.log")
+        report["eval"] = result
+        with open(learner_dir / "eval.jsonl", "a") as f:
+            # the curves' x axis is environment steps (the result's own "step" counts updates)
+            f.write(json.dumps({**result, "step": cfg.total_steps}) + "\n")
+    curves = plot_curves(learner_dir)
+    report["curves"] = str(curves) if curves else None
+    return report
+
+
+def evaluate_checkpoint(checkpoints: Path, episodes: int, log: Path) -> dict:
+    """``robot-rl eval --json-out`` in its own process (its JAX and MuJoCo stay out of ours)."""
+    command = [sys.executable, "-m", "robot_rl.cli", "eval", "--checkpoint", str(checkpoints),
+               "--episodes", str(episodes), "--json-out"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    log.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"evaluation failed ({done.returncode}); see {log}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,0 +1,188 @@
+"""A physical setup's hardware file (``hardware/*.yaml``), read and checked.
+
+It names the robot (kind, model, address, namespace), the workspace limits, the cameras (the
+observation name each one serves, its namespace) and the driver nodes to start: executables on
+PATH with their namespace and parameters. The drivers themselves come from ``drivers/``; a file
+may name executables that are not installed yet (``missing_executables`` says which), so the
+file can be written and validated before its drivers exist. Format:
+``hardware/franka_example.yaml``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROBOT_KINDS = ("arm", "car")
+NODE_ROLES = ("driver", "camera", "teleop")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_NAMESPACE = re.compile(r"^(/[A-Za-z][A-Za-z0-9_]*)+$")
+_EXECUTABLE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$")
+
+
+class HardwareError(ValueError):
+    """A hardware file that cannot describe a stack; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class DriverNode:
+    name: str
+    executable: str
+    namespace: str
+    role: str = "driver"
+    camera: str | None = None
+    """For role 'camera': the observation name it serves (``front``, ``wrist``)."""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    respawn: bool = False
+
+
+@dataclass(frozen=True)
+class Hardware:
+    path: str
+    name: str
+    robot_kind: str
+    robot_namespace: str
+    nodes: tuple[DriverNode, ...]
+    workspace_low: tuple[float, float, float] | None = None
+    workspace_high: tuple[float, float, float] | None = None
+    robot: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cameras(self) -> dict[str, str]:
+        """Observation name -> namespace."""
+        return {n.camera: n.namespace for n in self.nodes if n.role == "camera"}
+
+    def check_task(self, task) -> None:
+        if task.robot != self.robot_kind:
+            raise HardwareError(f"{self.path}: task {task.name!r} needs a {task.robot}, this "
+                                f"setup is a {self.robot_kind}")
+        missing = [c for c in task.cameras if c not in self.cameras]
+        if missing:
+            raise HardwareError(f"{self.path}: the run observes cameras {missing} that no "
+                                f"camera node serves (it has {sorted(self.cameras)})")
+
+    def processes(self):
+        from robot_rl.stack import ProcessSpec
+
+        return [ProcessSpec(name=n.name, role=n.role, executable=n.executable,
+                            namespace=n.namespace, parameters=dict(n.parameters),
+                            respawn=n.respawn)
+                for n in self.nodes]
+
+    def actor_arguments(self) -> list[str]:
+        args = ["--ros.namespace", self.robot_namespace]
+        if self.cameras:
+            args.append("--ros.camera-namespaces")
+            for camera, namespace in self.cameras.items():
+                args += [camera, namespace]
+        return args
+
+    def missing_executables(self) -> list[str]:
+        return [n.executable for n in self.nodes if shutil.which(n.executable) is None]
+
+
+def load_hardware(path: str | Path) -> Hardware:
+    try:
+        import yaml
+    except ImportError as err:  # pragma: no cover - depends on the install
+        raise HardwareError(f"reading {path} needs PyYAML: pip install pyyaml") from err
+    path = Path(path)
+    if not path.is_file():
+        raise HardwareError(f"no hardware file at {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise HardwareError(f"{path}: not valid YAML: {err}") from err
+    return parse_hardware(data, str(path))
+
+
+def parse_hardware(data: Any, path: str = "<hardware>") -> Hardware:
+    where = _Where(path)
+    data = where.mapping(data, "the file")
+    robot = where.mapping(data.get("robot"), "robot")
+    kind = robot.get("kind")
+    if kind not in ROBOT_KINDS:
+        where.fail("robot.kind", f"must be one of {', '.join(ROBOT_KINDS)}, got {kind!r}")
+    namespace = robot.get("namespace", f"/{kind}")
+    where.namespace(namespace, "robot.namespace")
+    low = high = None
+    if "workspace" in data:
+        workspace = where.mapping(data["workspace"], "workspace")
+        low, high = (where.vector(workspace.get(k), f"workspace.{k}") for k in ("low", "high"))
+        if any(a >= b for a, b in zip(low, high, strict=True)):
+            where.fail("workspace", f"low {low} must be below high {high} on every axis")
+    raw_nodes = data.get("nodes")
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        where.fail("nodes", "must be a non-empty list of driver nodes")
+    nodes = tuple(_node(where, raw, i) for i, raw in enumerate(raw_nodes))
+    names = [n.name for n in nodes]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        where.fail("nodes", f"node names must be unique, repeated: {duplicates}")
+    if not any(n.role == "driver" and n.namespace == namespace for n in nodes):
+        where.fail("nodes", f"no driver node in the robot's namespace {namespace}")
+    cameras = [n.camera for n in nodes if n.role == "camera"]
+    if len(set(cameras)) != len(cameras):
+        where.fail("nodes", f"two camera nodes serve the same camera: {cameras}")
+    return Hardware(path=path, name=str(data.get("name", Path(path).stem)), robot_kind=kind,
+                    robot_namespace=namespace, nodes=nodes, workspace_low=low,
+                    workspace_high=high, robot=robot)
+
+
+def _node(where: _Where, raw: Any, index: int) -> DriverNode:
+    key = f"nodes[{index}]"
+    raw = where.mapping(raw, key)
+    unknown = set(raw) - {"name", "executable", "namespace", "role", "camera", "parameters",
+                          "respawn"}
+    if unknown:
+        where.fail(key, f"unknown keys {sorted(unknown)}")
+    name, executable = raw.get("name"), raw.get("executable")
+    if not isinstance(name, str) or not _NAME.match(name):
+        where.fail(f"{key}.name", f"must be a ROS node name, got {name!r}")
+    if not isinstance(executable, str) or not _EXECUTABLE.match(executable):
+        where.fail(f"{key}.executable", f"must be an executable name, got {executable!r}")
+    namespace = raw.get("namespace", "/")
+    if namespace != "/":
+        where.namespace(namespace, f"{key}.namespace")
+    role = raw.get("role", "driver")
+    if role not in NODE_ROLES:
+        where.fail(f"{key}.role", f"must be one of {', '.join(NODE_ROLES)}, got {role!r}")
+    camera = raw.get("camera")
+    if (role == "camera") != isinstance(camera, str):
+        where.fail(f"{key}.camera", "a camera node names the camera it serves (and only a "
+                   "camera node does)")
+    parameters = where.mapping(raw.get("parameters", {}), f"{key}.parameters")
+    for pname, value in parameters.items():
+        if not isinstance(value, (bool, int, float, str, list)):
+            where.fail(f"{key}.parameters.{pname}", f"unsupported value {value!r}")
+    respawn = raw.get("respawn", role == "camera")
+    if not isinstance(respawn, bool):
+        where.fail(f"{key}.respawn", f"must be true or false, got {respawn!r}")
+    return DriverNode(name=name, executable=executable, namespace=namespace, role=role,
+                      camera=camera, parameters=dict(parameters), respawn=respawn)
+
+
+class _Where:
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, key: str, problem: str):
+        raise HardwareError(f"{self.path}: {key}: {problem}")
+
+    def mapping(self, value: Any, key: str) -> dict:
+        if not isinstance(value, dict):
+            self.fail(key, f"must be a mapping, got {type(value).__name__}")
+        return value
+
+    def namespace(self, value: Any, key: str) -> None:
+        if not isinstance(value, str) or not _NAMESPACE.match(value):
+            self.fail(key, f"must be an absolute ROS namespace such as /arm, got {value!r}")
+
+    def vector(self, value: Any, key: str) -> tuple[float, float, float]:
+        ok = isinstance(value, list) and len(value) == 3
+        if not ok or not all(isinstance(v, (int, float)) for v in value):
+            self.fail(key, f"must be three numbers [x, y, z] (m), got {value!r}")
+        return tuple(float(v) for v in value)

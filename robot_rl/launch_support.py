@@ -1,0 +1,125 @@
+"""What the launch files in ``launch/`` share: their arguments, the stack they describe, and
+the step from that description (``robot_rl.stack``) to launch actions.
+
+Importing this needs neither ``launch`` nor ``launch_ros``: only ``to_actions`` and
+``launch_description`` import them, and only ``generate_launch_description`` calls those, so a
+test can load a launch file and compare what it would start with what ``robot-rl up`` starts.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+
+from robot_rl.stack import PARTS, ProcessSpec, StackConfig, stack_processes
+
+RESPAWN_DELAY = 2.0
+"""Seconds before a respawned node starts again (``robot-rl up`` waits as long)."""
+
+
+@dataclass(frozen=True)
+class LaunchArgument:
+    name: str
+    default: str
+    description: str
+
+
+COMMON = (
+    LaunchArgument("task", "pick_cube", "Task name (tasks/): pick_cube, peg_insert, car_lap..."),
+    LaunchArgument("cameras", "", "Camera observations, comma-separated (empty: state only)"),
+    LaunchArgument("image_size", "64", "Camera image side in pixels"),
+    LaunchArgument("seed", "0", "Seed of the twin's resets, the actor and the learner"),
+    LaunchArgument("learner", "tcp://127.0.0.1:5555",
+                   "The learner's address (the actor connects, the learner binds)"),
+    LaunchArgument("run_dir", "runs/launch",
+                   "Learner run in <run_dir>/learner, actor outbox in <run_dir>/actor/outbox"),
+    LaunchArgument("total_steps", "", "Environment steps of the run (empty: learner recipe, "
+                   "the actor runs on)"),
+)
+LEARNER_ARGS = LaunchArgument("learner_args", "", "Further robot-rl learner options, "
+                              "e.g. '--agent.num-critics 2 --batch-size 64'")
+ACTOR_ARGS = LaunchArgument("actor_args", "", "Further actor options, e.g. '--ros.max-age 0.5'")
+SPEEDUP = LaunchArgument("speedup", "4.0", "Twin only: simulated seconds per wall second")
+HARDWARE = LaunchArgument("hardware", "", "The setup's hardware file (hardware/*.yaml): "
+                          "robot, cameras, driver nodes")
+
+
+def arguments_for(mode: str, parts: tuple[str, ...]) -> tuple[LaunchArgument, ...]:
+    arguments = list(COMMON)
+    if "nodes" in parts:
+        arguments.append(SPEEDUP if mode == "sim" else HARDWARE)
+    if "actor" in parts:
+        arguments.append(ACTOR_ARGS)
+    if "learner" in parts:
+        arguments.append(LEARNER_ARGS)
+    return tuple(arguments)
+
+
+def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[ProcessSpec]:
+    """The processes a launch file starts for these launch argument values (strings, as
+    ``ros2 launch`` gives them; missing ones take the defaults)."""
+    known = {a.name: a.default for a in arguments_for(mode, parts)}
+    unknown = set(values) - set(known)
+    if unknown:
+        raise ValueError(f"unknown launch arguments {sorted(unknown)}; known: {sorted(known)}")
+    v = {**known, **values}
+    try:
+        total = int(v["total_steps"]) if v["total_steps"] else None
+        config = StackConfig(
+            task=v["task"], mode=mode, hardware=v.get("hardware") or None,
+            cameras=tuple(c.strip() for c in v["cameras"].split(",") if c.strip()),
+            image_size=int(v["image_size"]), speedup=float(v.get("speedup", SPEEDUP.default)),
+            seed=int(v["seed"]), learner_endpoint=v["learner"], run_dir=v["run_dir"],
+            total_steps=total, learner_args=tuple(shlex.split(v.get("learner_args", ""))),
+            actor_args=tuple(shlex.split(v.get("actor_args", ""))),
+        )
+    except ValueError as err:
+        raise ValueError(f"bad launch argument: {err}") from err
+    return stack_processes(config, parts)
+
+
+def to_actions(processes: list[ProcessSpec]) -> list:
+    """launch_ros ``Node`` actions for the ROS nodes, ``ExecuteProcess`` for the rest."""
+    from launch.actions import ExecuteProcess
+    from launch_ros.actions import Node
+
+    actions = []
+    for spec in processes:
+        if spec.module:
+            executable, arguments = sys.executable, ["-m", spec.module, *spec.arguments]
+        else:
+            executable, arguments = spec.executable, list(spec.arguments)
+        if not spec.ros_node:
+            actions.append(ExecuteProcess(cmd=[executable, *arguments], name=spec.name,
+                                          output="screen", respawn=spec.respawn,
+                                          respawn_delay=RESPAWN_DELAY))
+            continue
+        actions.append(Node(
+            executable=executable, arguments=arguments, name=spec.name,
+            namespace=spec.namespace, parameters=[dict(spec.parameters)],
+            remappings=list(spec.remappings), output="screen", respawn=spec.respawn,
+            respawn_delay=RESPAWN_DELAY,
+        ))
+    return actions
+
+
+def launch_description(mode: str, parts: tuple[str, ...]):
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    from launch.substitutions import LaunchConfiguration
+
+    arguments = arguments_for(mode, parts)
+
+    def setup(context, *_, **__):
+        values = {a.name: LaunchConfiguration(a.name).perform(context) for a in arguments}
+        return to_actions(describe(mode, parts, values))
+
+    return LaunchDescription([
+        *(DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
+          for a in arguments),
+        OpaqueFunction(function=setup),
+    ])
+
+
+__all__ = ["PARTS", "arguments_for", "describe", "launch_description", "to_actions"]

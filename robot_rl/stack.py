@@ -1,0 +1,219 @@
+"""What a whole robot_rl stack runs, as data: one description that both the launch files
+(``launch/*.launch.py``) and ``robot-rl up`` turn into processes, so CI starts exactly what
+``ros2 launch`` would.
+
+A stack is a list of ``ProcessSpec``: a ROS 2 node (twin, camera, driver, the actor) or a plain
+process (the learner, which needs no ROS 2). For a task and a mode:
+
+- ``sim``: the task's twin node (``/arm`` or ``/car``, the source of ``/clock``), one camera
+  node per camera the run observes (``/<camera>_cam``), the actor (node ``actor``, ROS backend,
+  ``use_sim_time``) and the learner;
+- ``robot``: the driver nodes named in a ``hardware/*.yaml`` (``robot_rl.hardware``), the actor
+  (wall time) and the learner.
+
+Pure Python: no ROS 2, launch or MuJoCo import.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+MODES = ("sim", "robot")
+PARTS = ("nodes", "actor", "learner")
+"""Which groups of processes to describe: the robot side's nodes, the actor, the learner."""
+
+TWIN_NODES = {"arm": ("robot_rl.sim.nodes.arm_twin_node", "arm_twin", "/arm"),
+              "car": ("robot_rl.sim.nodes.car_twin_node", "car_twin", "/car")}
+CAMERA_NODE = "robot_rl.sim.nodes.camera_node"
+ACTOR_NODE = "robot_rl.ros.actor_node"
+CLI_MODULE = "robot_rl.cli"
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One process of the stack, in the terms of a launch_ros ``Node`` action."""
+
+    name: str
+    """Node name (ROS nodes) or the process's label."""
+    role: str
+    """'driver' (robot or twin), 'camera', 'teleop', 'actor' or 'learner'."""
+    module: str | None = None
+    """Run as ``python -m module`` (robot_rl's own nodes and commands)."""
+    executable: str | None = None
+    """Or an executable on PATH (drivers named by a hardware file)."""
+    arguments: tuple[str, ...] = ()
+    """The process's own arguments (before ``--ros-args``)."""
+    namespace: str = "/"
+    parameters: dict[str, Any] = field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+    ros_node: bool = True
+    """False: a plain process (no ``--ros-args``)."""
+    respawn: bool = False
+    """Restart it when it dies (sensor drivers: a camera that crashes comes back)."""
+
+    def __post_init__(self) -> None:
+        if (self.module is None) == (self.executable is None):
+            raise ValueError(f"process {self.name!r}: give exactly one of module / executable")
+        if not self.namespace.startswith("/"):
+            raise ValueError(f"process {self.name!r}: namespace {self.namespace!r} must start "
+                             f"with '/'")
+
+    def ros_arguments(self) -> list[str]:
+        """What launch_ros appends for the node's name, namespace, parameters, remappings."""
+        if not self.ros_node:
+            return []
+        args = ["--ros-args", "-r", f"__node:={self.name}", "-r", f"__ns:={self.namespace}"]
+        for key, value in self.parameters.items():
+            args += ["-p", f"{key}:={ros_value(value)}"]
+        for source, target in self.remappings:
+            args += ["-r", f"{source}:={target}"]
+        return args
+
+    def command(self, python: str = sys.executable) -> list[str]:
+        head = [python, "-m", self.module] if self.module else [self.executable]
+        return [*head, *self.arguments, *self.ros_arguments()]
+
+
+def ros_value(value: Any) -> str:
+    """A parameter value as ``-p name:=value`` text (YAML, as rcl parses it)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(ros_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return value if _plain_string(value) else "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def _plain_string(text: str) -> bool:
+    # a string YAML would read as a number, a bool or null needs quotes to stay a string
+    lowered = text.lower()
+    if lowered in ("true", "false", "yes", "no", "on", "off", "null", "~", ""):
+        return False
+    try:
+        float(text)
+        return False
+    except ValueError:
+        return not any(c in text for c in ":#[]{},'\"&*!|>%@`")
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    task: str = "pick_cube"
+    mode: str = "sim"
+    """'sim' (twin nodes) or 'robot' (the drivers of ``hardware``)."""
+    hardware: str | None = None
+    """The hardware file of a robot stack (``hardware/*.yaml``)."""
+    cameras: tuple[str, ...] = ()
+    """Camera observations of the run (empty: state only)."""
+    image_size: int = 64
+    speedup: float = 4.0
+    """Twin only: simulated seconds per wall second."""
+    camera_rate: float = 20.0
+    """Twin cameras' frame rate (simulated Hz)."""
+    seed: int = 0
+    learner_endpoint: str = "tcp://127.0.0.1:5555"
+    run_dir: str = "runs/up"
+    """The learner's run directory is ``<run_dir>/learner``, the actor's outbox
+    ``<run_dir>/actor/outbox``."""
+    total_steps: int | None = None
+    """Actor transitions and learner budget (None: the learner's recipe, the actor runs on)."""
+    log_every: float = 2.0
+    """Seconds between the actor's and the learner's progress lines."""
+    learner_args: tuple[str, ...] = ()
+    """Further ``robot-rl learner`` options (agent size, demos, batch size...)."""
+    actor_args: tuple[str, ...] = ()
+    """Further actor options (``--ros.max-age``...)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.mode == "robot" and not self.hardware:
+            raise ValueError("a robot stack needs a hardware file (hardware:=... / --hardware)")
+        if not self.speedup > 0:
+            raise ValueError(f"speedup must be > 0, got {self.speedup}")
+        if self.image_size < 8:
+            raise ValueError(f"image_size must be >= 8, got {self.image_size}")
+
+    @property
+    def actor_id(self) -> str:
+        return f"{self.mode}-{self.task}"
+
+
+def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[ProcessSpec]:
+    """Every process of the stack ``cfg`` describes, drivers first, learner last."""
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        raise ValueError(f"unknown stack parts {sorted(unknown)}; choose from {PARTS}")
+    from robot_rl.envs.task import make_task
+
+    task = make_task(cfg.task, cameras=tuple(cfg.cameras), image_size=cfg.image_size)
+    hardware = None
+    if cfg.mode == "robot":
+        from robot_rl.hardware import load_hardware
+
+        hardware = load_hardware(cfg.hardware)
+        hardware.check_task(task)
+    processes: list[ProcessSpec] = []
+    if "nodes" in parts:
+        processes += hardware.processes() if hardware else twin_processes(cfg, task)
+    if "actor" in parts:
+        processes.append(actor_process(cfg, hardware))
+    if "learner" in parts:
+        processes.append(learner_process(cfg))
+    return processes
+
+
+def twin_processes(cfg: StackConfig, task) -> list[ProcessSpec]:
+    module, name, namespace = TWIN_NODES[task.robot]
+    nodes = [ProcessSpec(
+        name=name, role="driver", module=module, namespace=namespace,
+        parameters={"task": cfg.task, "speedup": float(cfg.speedup), "seed": cfg.seed,
+                    "use_sim_time": True},
+    )]
+    for camera in cfg.cameras:
+        nodes.append(ProcessSpec(
+            name=f"{camera}_camera", role="camera", module=CAMERA_NODE,
+            namespace=f"/{camera}_cam", respawn=True,
+            parameters={"task": cfg.task, "camera": camera, "width": cfg.image_size,
+                        "height": cfg.image_size, "rate": float(cfg.camera_rate),
+                        "use_sim_time": True},
+        ))
+    return nodes
+
+
+def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
+    args = ["--task", cfg.task, "--learner", cfg.learner_endpoint, "--backend", "ros",
+            "--speedup", "0", "--actor-id", cfg.actor_id,
+            "--outbox-dir", f"{cfg.run_dir}/actor/outbox", "--seed", str(cfg.seed),
+            "--image-size", str(cfg.image_size), "--log-every", str(cfg.log_every),
+            # the learner must hold every transition to finish its budget: wait for it
+            "--flush-timeout", "600"]
+    if cfg.cameras:
+        args += ["--cameras", *cfg.cameras]
+    if cfg.total_steps is not None:
+        args += ["--total-steps", str(cfg.total_steps)]
+    if hardware is not None:
+        args += hardware.actor_arguments()
+    else:
+        # the twin's nodes may still be starting, a respawned camera takes a while: wait for
+        # them (in wall seconds) rather than fail the run
+        args += ["--ros.ready-timeout", "90", "--ros.service-timeout", "60"]
+    return ProcessSpec(
+        name="actor", role="actor", module=ACTOR_NODE, arguments=(*args, *cfg.actor_args),
+        parameters={"use_sim_time": cfg.mode == "sim"},
+    )
+
+
+def learner_process(cfg: StackConfig) -> ProcessSpec:
+    args = ["learner", "--task", cfg.task, "--bind", cfg.learner_endpoint,
+            "--run-dir", f"{cfg.run_dir}/learner", "--seed", str(cfg.seed),
+            "--image-size", str(cfg.image_size), "--log-every", str(cfg.log_every)]
+    if cfg.cameras:
+        args += ["--cameras", *cfg.cameras]
+    if cfg.total_steps is not None:
+        args += ["--total-steps", str(cfg.total_steps)]
+    return ProcessSpec(name="learner", role="learner", module=CLI_MODULE,
+                       arguments=(*args, *cfg.learner_args), ros_node=False)
