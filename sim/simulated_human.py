@@ -141,6 +141,29 @@ class SimulatedHuman:
         self._rewards = []
 
 
+class ExpertTeleop:
+    """A ``TeleopSource`` that is always driving: the task's scripted expert, button held.
+
+    The twin's stand-in for an operator who drives every step (``record-demos --source teleop
+    --teleop sim``); ``SimulatedHuman`` is the one who only steps in on trouble.
+    """
+
+    def __init__(self, task, expert=None, rng: np.random.Generator | None = None):
+        if expert is None:
+            from robot_rl.sim.experts import make_expert
+
+            expert = make_expert(task)
+        self.expert = expert
+        self.rng = rng or np.random.default_rng()
+
+    def reset(self) -> None:
+        self.expert.reset(self.rng)
+
+    def poll(self, reading: Reading) -> OperatorCommand:
+        action = np.asarray(self.expert.act(reading), np.float32)
+        return OperatorCommand(action=action, button=True, stamp=time.monotonic())
+
+
 def with_simulated_human(env, seed: int = 0, config: SimulatedHumanConfig | None = None):
     """``env`` (a twin ``RobotEnv``) wrapped so that the simulated human can take over."""
     from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper

@@ -168,7 +168,8 @@ class InterventionWrapper(gym.Wrapper):
 
     The wrapped env must expose ``reading`` (``RobotEnv`` does): sources read it (the simulated
     human's expert, the tool-frame rotation). ``info`` gains ``intervened`` on every step, and on
-    an episode's last step ``intervention_metrics`` (see ``intervention_metrics``).
+    an episode's last step ``intervention_metrics`` (see ``intervention_metrics``). The wrapper
+    owns ``source``: ``close()`` closes it (when it has a ``close``) after the env.
     """
 
     def __init__(
@@ -201,6 +202,24 @@ class InterventionWrapper(gym.Wrapper):
     @property
     def reading(self) -> Reading:
         return self.env.unwrapped.reading
+
+    # Code written for ``RobotEnv`` (the actor loop, status reporting) works on the wrapped env.
+    @property
+    def task(self):
+        return self.env.unwrapped.task
+
+    @property
+    def backend(self):
+        return getattr(self.env.unwrapped, "backend", None)
+
+    def close(self) -> None:
+        """Closes the env, then the source (the wrapper owns it: a ROS node, a device)."""
+        try:
+            super().close()
+        finally:
+            close_source = getattr(self.source, "close", None)
+            if callable(close_source):
+                close_source()
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)

@@ -29,6 +29,11 @@ from robot_rl.data.replay import ReplayBuffer
 from robot_rl.runtime.demos import applied_action, collect_demos
 from robot_rl.runtime.environments import BACKENDS, make_env
 from robot_rl.runtime.evaluation import episode_success, evaluate
+from robot_rl.runtime.interventions import (
+    check_interventions,
+    realtime_pace,
+    with_interventions,
+)
 from robot_rl.runtime.recipes import resolve
 from robot_rl.runtime.run_dir import RunLogger
 
@@ -99,8 +104,9 @@ class TrainConfig:
     """Stop early once an evaluation's mean return reaches this value."""
     stop_at_success: float | None = None
     """Stop early once an evaluation's success rate reaches this value."""
-    interventions: Literal["off", "sim"] = "off"
-    """Operator takeovers while training: 'sim' is the twin's simulated human (scripted expert)."""
+    interventions: Literal["off", "sim", "ros"] = "off"
+    """Operator takeovers while training: 'sim' is the twin's simulated human (scripted expert),
+    'ros' an operator on the /teleop/twist and /teleop/joy topics (any teleop node)."""
     agent: AgentConfig = field(
         default_factory=lambda: AgentConfig(
             num_critics=10, critic_subsample=2, init_temperature=0.01
@@ -124,12 +130,7 @@ class TrainConfig:
             raise ValueError("--demos needs the twin's scripted expert (--backend twin)")
         if not 0.0 <= self.demo_fraction <= 1.0:
             raise ValueError(f"demo_fraction must be in [0, 1], got {self.demo_fraction}")
-        if self.interventions not in ("off", "sim"):
-            raise ValueError(f"interventions must be 'off' or 'sim', got {self.interventions!r}")
-        if self.interventions == "sim" and self.backend != "twin":
-            raise ValueError(
-                "--interventions sim needs the twin's scripted expert (--backend twin)"
-            )
+        check_interventions(self.interventions, self.backend)
         if self.reward_consecutive < 1:
             raise ValueError(f"reward_consecutive must be >= 1, got {self.reward_consecutive}")
         if self.relabel_false_positives and not self.reward_classifier:
@@ -213,10 +214,7 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     demo_buffer = ReplayBuffer(
         env.observation_space, env.action_space, demo_capacity, extra_fields=extras
     )
-    if cfg.interventions == "sim":
-        from robot_rl.sim.simulated_human import with_simulated_human
-
-        env = with_simulated_human(env, seed=cfg.seed)
+    env = with_interventions(env, cfg.interventions, seed=cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     start_step, episodes = 0, 0
 
@@ -291,6 +289,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     recent_intervention: list[float] = []
     loop_start, last_log_step = time.perf_counter(), start_step
     stored_steps = start_step  # steps whose transition is in the replay
+    # A person at the teleop device needs the twin at the task's rate, not as fast as it can go.
+    operator_pace = realtime_pace(env, cfg.interventions, cfg.backend)
     try:
         for step in range(start_step, cfg.total_steps):
             if step < cfg.start_steps:
@@ -299,6 +299,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
                 action, agent = agent.sample_actions(obs)
             action = np.clip(action, -1.0, 1.0).astype(np.float32)
             next_obs, reward, terminated, truncated, info = env.step(action)
+            if operator_pace is not None:
+                operator_pace.sleep()
             applied = applied_action(info, action)
             transition = (obs, applied, reward, terminated, truncated, next_obs)
             store_transition(replay, demo_buffer, transition, info, hil)
