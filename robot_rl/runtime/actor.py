@@ -133,7 +133,7 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
             if client.refused_reason and not client.connected:
                 raise LearnerRefused(client.refused_reason)
             if cfg.max_learner_lag is not None and (simulated or episode["length"] == 0):
-                _wait_for_learner(client, outbox, cfg.max_learner_lag)
+                _wait_for_learner(client, cfg.max_learner_lag)
             policy = _refresh_policy(policy, client, env)
             if policy is not None and policy.version > 0:
                 action = policy(obs)
@@ -199,9 +199,9 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     }
 
 
-def _wait_for_learner(client: TransportClient, outbox: Outbox, max_lag: int) -> None:
+def _wait_for_learner(client: TransportClient, max_lag: int) -> None:
     """Block while the learner is more than ``max_lag`` transitions behind (while connected)."""
-    while client.connected and client.learner_lag + outbox.backlog > max_lag:
+    while client.connected and client.estimated_lag() > max_lag:
         time.sleep(0.005)
 
 

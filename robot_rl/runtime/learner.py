@@ -291,8 +291,13 @@ class Learner:
         self.server.publish_weights(self.version, weights_bytes(self.agent))
 
     def lag(self) -> int:
-        """Received transitions whose updates are still owed (what a paced actor waits on)."""
-        return max(0, self.allowed_updates() - self.updates) // self.cfg.utd_ratio
+        """Accepted transitions (queued ones included) that training has not caught up with:
+        what a paced actor waits on. Zero until ``start_steps`` have arrived."""
+        accepted = self._received_at_start + self.server.transitions_accepted
+        start = max(self.cfg.start_steps, 1)
+        if accepted < start:
+            return 0
+        return max(0, accepted - (start - 1 + self.updates // self.cfg.utd_ratio))
 
     def done(self) -> bool:
         total = self.cfg.total_steps
@@ -316,6 +321,7 @@ class Learner:
             cursors=self.cursors,
             keys=keys,
         ).start()
+        self._received_at_start = self.received
         self.publish()
         self.console.print(
             f"[bold]learner[/] {cfg.task} on {self.server.bound_endpoint}: UTD {cfg.utd_ratio}, "

@@ -53,7 +53,8 @@ class TransportClient:
         self._weights: tuple[int, bytes] | None = None
         self._weights_session: str | None = None
         self.learner_lag = 0
-        """Transitions the learner holds but has not trained on yet (from its status)."""
+        """Transitions the learner holds but has not trained on yet (from its last status)."""
+        self._acked_at_status = 0
         self.weights_received = 0
         """Counts accepted weight messages: a change means new parameters to load."""
         self._weights_lock = threading.Lock()
@@ -80,6 +81,12 @@ class TransportClient:
         """The newest (version, acting parameters) received, never blocking."""
         with self._weights_lock:
             return self._weights
+
+    def estimated_lag(self) -> int:
+        """How far training is behind this actor's data: the learner's last reported lag plus
+        everything this actor produced that the learner had not yet accepted then. It grows
+        while the learner is silent (compiling, checkpointing), as the real lag does."""
+        return self.learner_lag + max(0, self.outbox.next_seq - self._acked_at_status)
 
     def send_stats(self, episode: dict) -> None:
         with self._stats_lock:
@@ -165,6 +172,7 @@ class TransportClient:
                         self._on_weights(message)
                     elif kind == "status":
                         self.learner_lag = msg.require(message, "lag", int)
+                        self._acked_at_status = self.outbox.acked
                     elif kind == "hello_first":
                         welcomed, last_hello = False, 0.0
                         self._welcomed.clear()
