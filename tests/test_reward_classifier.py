@@ -172,8 +172,18 @@ def test_training_config_wraps_the_twin_with_the_classifier(tmp_path):
         _, reward, _, _, info = env.step(np.zeros(4, np.float32))
         assert reward in (0.0, 1.0) and 0.0 <= info["classifier_prob"] <= 1.0
         assert "success" in info and env.task.name == "pick_cube"
+        # evaluation reads the task's ground truth, through the same observations
+        plain = TrainConfig(task="pick_cube", reward_classifier=str(path)).make_env(
+            0, ground_truth=True
+        )
+        assert plain.observation_space == env.observation_space
+        plain.reset(seed=0)
+        assert "classifier_prob" not in plain.step(np.zeros(4, np.float32))[-1]
+        plain.close()
     finally:
         env.close()
+    with pytest.raises(ValueError, match="needs --reward-classifier"):
+        TrainConfig(relabel_false_positives=True, total_steps=1, demos=0, start_steps=0).validate()
 
 
 def test_record_labels_then_train_reward_from_the_command_line(tmp_path):
@@ -192,3 +202,107 @@ def test_record_labels_then_train_reward_from_the_command_line(tmp_path):
     assert main([*args, "--hidden-dim", "8", "--json-out"]) == 0
     assert load_classifier(out).config.image_size == SIZE
     assert main(["train-reward", "--labels", str(tmp_path / "none.npz")]) == 2
+
+
+def test_wrapper_pays_only_after_k_consecutive_frames_pass_the_threshold():
+    env = ClassifierReward(ScriptedEnv(), MeanBrightness(), consecutive=3)
+    env.reset()
+    # pass, pass, dip: the streak starts over
+    for brightness in (200, 200, 0, 200, 200):
+        _, reward, terminated, _, info = env.step([brightness, 0, 0])
+        assert (reward, terminated) == (0.0, False) and not info["classifier_success"]
+    _, reward, terminated, _, info = env.step([200, 0, 0])  # third in a row
+    assert (reward, terminated) == (1.0, True) and info["classifier_success"]
+    env.reset()  # a new episode starts a new streak
+    assert env.step([200, 0, 0])[1] == 0.0
+    with pytest.raises(ValueError, match="consecutive"):
+        ClassifierReward(ScriptedEnv(), MeanBrightness(), consecutive=0)
+
+
+class FrameEnv(gym.Env):
+    """Action [i, success] shows ``frames[i]``; ``success`` is what the task (ground truth) says."""
+
+    def __init__(self, frames):
+        self.frames = frames
+        self.success = False
+        self.observation_space = gym.spaces.Dict(
+            {"front": gym.spaces.Box(0, 255, frames.shape[1:], np.uint8)}
+        )
+        self.action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        self.success = False
+        return {"front": self.frames[0]}, {"success": False}
+
+    def step(self, action):
+        self.success = bool(action[1])
+        info = {"success": self.success}
+        return {"front": self.frames[int(action[0])]}, 0.0, self.success, False, info
+
+
+class SuccessFlagLabeler:
+    """Plays the operator on the FrameEnv (the twin's GroundTruthLabeler reads task.success)."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def label(self, env, obs):
+        self.asked += 1
+        return env.success
+
+
+def test_false_positives_pay_nothing_become_negatives_and_stop_firing_after_a_fine_tune(
+    tmp_path,
+):
+    from robot_rl.rewards.labels import load_labels
+    from robot_rl.rewards.relabel import (
+        CLASSIFIER_DIR,
+        RELABELLED_FILE,
+        FalsePositiveRelabeler,
+        RelabelConfig,
+    )
+
+    # a classifier trained to find the top-left square; the policy's trick: that square on a
+    # red-tinted frame, which no labelled frame showed and which it scores as success
+    labels = synthetic_labels(np.random.default_rng(3))
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16)
+    classifier = fit(
+        RewardClassifier.create(config, seed=0),
+        labels,
+        FitConfig(steps=150, batch_size=32, learning_rate=3e-3),
+    )
+    fakes = np.random.default_rng(4).integers(0, 80, (12, SIZE, SIZE, 3), dtype=np.uint8)
+    fakes[:, 2:10, 2:10] = 230
+    fakes[..., 0] = 200
+    assert classifier.probability(fakes).min() >= 0.5  # the classifier is fooled
+    real = labels.images[labels.labels == 1][:1]
+
+    labeler = SuccessFlagLabeler()
+    relabel = RelabelConfig(update_every=4, fine_tune_steps=150, learning_rate=3e-3)
+    relabeler = FalsePositiveRelabeler(classifier, labels, labeler, relabel, save_dir=tmp_path)
+    env = ClassifierReward(
+        FrameEnv(np.concatenate([fakes, real])), classifier, threshold=0.5, relabeler=relabeler
+    )
+    env.reset()
+    # fakes 0-3: the classifier fires, the labeler says no, nothing is paid, the episode goes on
+    for i in range(4):
+        _, reward, terminated, _, info = env.step([i, 0])
+        assert (reward, terminated) == (0.0, False), (i, info)
+        assert info["classifier_rejected"] and not info["classifier_success"]
+    assert labeler.asked == 4 and relabeler.false_positives == 4
+    assert relabeler.updates == 1  # fine-tuned after update_every labelled frames
+    assert env.classifier is relabeler.classifier  # the wrapper reads the fine-tuned one
+    assert relabeler.classifier.probability(fakes).max() < 0.5  # unseen fakes too
+    assert accuracy(relabeler.classifier, labels)["accuracy"] >= 0.9  # real ones still work
+
+    # a real success is confirmed by the labeler, pays 1 and ends the episode
+    _, reward, terminated, _, info = env.step([len(fakes), 1])
+    assert (reward, terminated) == (1.0, True) and not info["classifier_rejected"]
+    assert relabeler.counts() == {
+        "labeler_queries": 5,
+        "false_positives": 4,
+        "classifier_updates": 1,
+    }
+    saved = load_labels(tmp_path / RELABELLED_FILE)  # the false positives, labelled failure
+    assert list(saved.labels) == [0, 0, 0, 0]
+    assert load_classifier(tmp_path / CLASSIFIER_DIR).config == config

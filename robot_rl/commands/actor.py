@@ -17,7 +17,7 @@ def run(config: ActorConfig) -> int:
 
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("robot_rl").setLevel(logging.INFO)
-    console = Console()
+    console = Console(soft_wrap=True)
     try:
         summary = run_actor(config, console=console)
     except LearnerRefused as err:

@@ -339,7 +339,7 @@ def print_report(checks: list[Check]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    console = Console(soft_wrap=True)
     colour = {"ok": "green", "missing": "yellow", "error": "red"}
     if console.is_terminal:
         table = Table(title="robot-rl doctor")

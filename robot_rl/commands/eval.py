@@ -28,7 +28,7 @@ class EvalConfig:
 
 
 def run(config: EvalConfig) -> int:
-    console = Console()
+    console = Console(soft_wrap=True)
     from robot_rl.agents.checkpoint import (
         CheckpointError,
         latest_checkpoint,

@@ -17,7 +17,7 @@ class KeysConfig:
 def run(config: KeysConfig) -> int:
     from robot_rl.transport.security import SecurityError, generate_keys
 
-    console = Console()
+    console = Console(soft_wrap=True)
     try:
         written = generate_keys(config.directory)
     except (SecurityError, OSError) as err:

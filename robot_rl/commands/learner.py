@@ -16,7 +16,7 @@ def run(config: LearnerConfig) -> int:
 
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("robot_rl").setLevel(logging.INFO)
-    console = Console()
+    console = Console(soft_wrap=True)
     try:
         keys = None
         if config.curve_secret_key:

@@ -180,7 +180,7 @@ def _config_error(config: RecordDemosConfig) -> str | None:
 
 def run(config: RecordDemosConfig, teleop=None) -> int:
     """Record; ``teleop``: a ``TeleopSource`` to use for --source teleop instead of --teleop's."""
-    console = Console()
+    console = Console(soft_wrap=True)
     error = _config_error(config)
     if error:
         console.print(f"[red]error:[/] {error}")

@@ -9,33 +9,21 @@ Two seams, each a registry entry:
   teleop source goes here.
 - who labels each frame (LABELERS): on the twin, ``ground-truth`` reads ``task.success``. On a
   robot a key-press labeler goes here (the operator holds a key while the frame shows success);
-  it has the same ``label(env, obs) -> bool``.
+  it has the same ``label(env, obs) -> bool`` (robot_rl.rewards.labelers).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 from rich.console import Console
 
+from robot_rl.rewards.labelers import LABELERS
+
 BEHAVIOURS = ("expert", "noisy", "open_gripper", "low_lift", "drop", "random")
-
-
-class Labeler(Protocol):
-    def label(self, env, obs: dict) -> bool: ...
-
-
-class GroundTruthLabeler:
-    """The twin's privileged success test (the task's own definition)."""
-
-    def label(self, env, obs: dict) -> bool:
-        return bool(env.task.success(env.reading))
-
-
-LABELERS = {"ground-truth": GroundTruthLabeler}
 
 
 class ExpertMixSource:
@@ -146,7 +134,7 @@ def record_labels(config: RecordLabelsConfig, env, console: Console | None = Non
 
 
 def run(config: RecordLabelsConfig) -> int:
-    console = Console()
+    console = Console(soft_wrap=True)
     if config.episodes < 2 or config.max_steps < 1 or config.hold_steps < 0:
         console.print("[red]error:[/] need --episodes >= 2, --max-steps >= 1, --hold-steps >= 0")
         return 2

@@ -10,7 +10,7 @@ __all__ = ["TrainConfig", "run"]
 
 
 def run(config: TrainConfig) -> int:
-    console = Console()
+    console = Console(soft_wrap=True)
     try:
         summary = train(config, console=console)
     except (ValueError, TypeError, FileNotFoundError) as err:

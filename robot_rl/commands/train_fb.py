@@ -10,7 +10,7 @@ __all__ = ["ForwardBackwardConfig", "run"]
 
 
 def run(config: ForwardBackwardConfig) -> int:
-    console = Console()
+    console = Console(soft_wrap=True)
     try:
         summary = train_forward_backward(config, console=console)
     except (ValueError, TypeError, FileNotFoundError) as err:

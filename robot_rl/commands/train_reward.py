@@ -109,7 +109,7 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
         "held_out": accuracy(classifier, test_set),
         "train": accuracy(classifier, train_set),
         "threshold": classifier.config.threshold,
-        "labels": str(config.labels),
+        "labels": str(Path(config.labels).resolve()),  # a relabelling run reads it again
         "steps": config.steps,
     }
     out = Path(config.out or Path("reward_classifiers") / Path(config.labels).stem)
@@ -118,7 +118,7 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
 
 
 def run(config: TrainRewardConfig) -> int:
-    console = Console()
+    console = Console(soft_wrap=True)
     try:
         result = train_reward(config, console=None if config.json_out else console)
     except (ValueError, FileNotFoundError) as err:

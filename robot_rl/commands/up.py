@@ -148,7 +148,7 @@ def run(cfg: UpConfig) -> int:
     from robot_rl.runtime.stack_progress import StackProgress
     from robot_rl.runtime.supervisor import Supervisor
 
-    console = Console()
+    console = Console(soft_wrap=True)
     try:
         cfg.validate()
         stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -9,6 +9,13 @@ counts ground-truth successes, and ``info`` gains ``classifier_prob`` and ``clas
 
 With ``keep_image=False`` the classifier's camera is dropped from the observation: the policy
 may learn from state while the classifier reads pixels.
+
+Two guards against a policy that learns to fool the classifier: ``consecutive=k`` fires only
+after k frames in a row pass the threshold (a lucky single frame no longer pays), and a
+``relabeler`` (robot_rl.rewards.relabel: HIL-SERL's false-positive labelling) asks a labeler
+whether a fired frame really shows success; if not, the step pays 0, the episode goes on and
+the classifier is fine-tuned on the frame as a negative. ``info["classifier_rejected"]`` marks
+such steps.
 """
 
 from __future__ import annotations
@@ -36,9 +43,17 @@ class ClassifierReward(gym.Wrapper):
         camera: str | None = None,
         keep_image: bool = True,
         max_episode_steps: int | None = None,
+        consecutive: int = 1,
+        relabeler=None,
     ):
         super().__init__(env)
         self.classifier = classifier
+        if consecutive < 1:
+            raise ValueError(f"consecutive must be >= 1, got {consecutive}")
+        self.consecutive = consecutive
+        self.relabeler = relabeler  # a FalsePositiveRelabeler, or None
+        self._streak = 0
+        self.checkpoint: str | None = None  # set by with_reward_classifier
         self.camera = camera or classifier.config.camera
         self.threshold = classifier.config.threshold if threshold is None else float(threshold)
         if not 0.0 < self.threshold < 1.0:
@@ -79,24 +94,40 @@ class ClassifierReward(gym.Wrapper):
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
         self._steps = 0
+        self._streak = 0
         return self._observation(obs), info
 
     def step(self, action):
         obs, _, env_terminated, truncated, info = self.env.step(action)
         self._steps += 1
         prob = float(self.classifier.probability(obs[self.camera]))
-        fired = prob >= self.threshold
+        self._streak = self._streak + 1 if prob >= self.threshold else 0
+        fired = self._streak >= self.consecutive
+        rejected = False
+        if fired and self.relabeler is not None:
+            rejected = not self.relabeler.check(self.env, obs, obs[self.camera])
+            self.classifier = self.relabeler.classifier  # fine-tuned when enough were labelled
+            fired = not rejected
+            if rejected:
+                self._streak = 0  # the labeler is asked again only after k fresh passes
         # the env's termination on (ground-truth) success is dropped; a real failure stays
         failed = env_terminated and not info.get("success", False)
         terminated = fired or failed
         if self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
             truncated = True  # the env may have ended at success earlier and not counted on
         truncated = bool(truncated and not terminated)
-        info = {**info, "classifier_prob": prob, "classifier_success": fired}
+        info = {
+            **info,
+            "classifier_prob": prob,
+            "classifier_success": fired,
+            "classifier_rejected": rejected,
+        }
         return self._observation(obs), float(fired), terminated, truncated, info
 
 
-def with_reward_classifier(checkpoint: str, build_env, options: dict) -> ClassifierReward:
+def with_reward_classifier(
+    checkpoint: str, build_env, options: dict, consecutive: int = 1
+) -> ClassifierReward:
     """Build an env through ``build_env(options)`` with the classifier's camera rendered, wrapped
     in ``ClassifierReward``. The camera reaches the policy only if the run asked for it."""
     classifier = _load_cached(str(checkpoint))
@@ -111,7 +142,9 @@ def with_reward_classifier(checkpoint: str, build_env, options: dict) -> Classif
     env = build_env(
         {**options, "cameras": cameras if keep else (*cameras, camera), "image_size": size}
     )
-    return ClassifierReward(env, classifier, keep_image=keep)
+    wrapped = ClassifierReward(env, classifier, keep_image=keep, consecutive=consecutive)
+    wrapped.checkpoint = str(checkpoint)  # where a relabeler finds the classifier's label file
+    return wrapped
 
 
 _CLASSIFIERS: dict = {}

@@ -90,7 +90,7 @@ class LearnerRefused(RuntimeError):
 
 def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     cfg.validate()
-    console = console or Console()
+    console = console or Console(soft_wrap=True)
     actor_id = cfg.actor_id or f"{socket.gethostname()}-{cfg.task}"
     outbox = Outbox(
         cfg.outbox_dir or Path("runs") / "actors" / actor_id / "outbox", fsync=cfg.fsync

@@ -201,7 +201,7 @@ def run_forward_backward(
     console: Console | None = None,
 ) -> dict:
     """The alternating loop. The two directions' envs must share one robot (backend)."""
-    console = console or Console()
+    console = console or Console(soft_wrap=True)
     rng = np.random.default_rng(cfg.seed)
     resets = {"start": 1, "failure": 0, "stalled": 0}
     handovers, dry_streak = 0, 0
@@ -323,7 +323,7 @@ def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None =
     from robot_rl.sim import make_expert, make_twin_env
 
     cfg.validate()
-    console = console or Console()
+    console = console or Console(soft_wrap=True)
     forward_task, backward_task = make_task(cfg.task), make_task(cfg.backward_name)
     if forward_task.robot != backward_task.robot:
         raise ValueError(f"{cfg.task} and {cfg.backward_name} do not drive the same robot")

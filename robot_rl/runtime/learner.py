@@ -135,7 +135,7 @@ class Learner:
         cfg = cfg.resolved()
         cfg.validate()
         self.cfg = cfg
-        self.console = console or Console()
+        self.console = console or Console(soft_wrap=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.run_dir = Path(cfg.run_dir or f"runs/{cfg.task}-learner-s{cfg.seed}-{stamp}")
         self.ckpt_dir = self.run_dir / "checkpoints"

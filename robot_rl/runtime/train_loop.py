@@ -197,7 +197,7 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     """Train and return the final evaluation summary (also written to run_dir/summary.json)."""
     cfg = resolve(cfg)
     cfg.validate()
-    console = console or Console()
+    console = console or Console(soft_wrap=True)
     run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
     ckpt_dir = run_dir / "checkpoints"
 

@@ -1,0 +1,207 @@
+"""HIL-SERL's fix for a fooled reward classifier: label its false positives and fine-tune on them.
+
+An RL policy searches for frames the classifier scores as success, real or not. So whenever the
+classifier fires, a ``Labeler`` (robot_rl.rewards.labelers: the twin's ground truth, or an
+operator's key press on a robot) is asked whether the frame really shows success. A "no" makes
+the step pay nothing and the episode go on (the learner never sees the false reward), and the
+frame joins the classifier's training set as a negative; a "yes" joins as a positive. Every
+``update_every`` newly labelled frames the head is fine-tuned on the original labels plus these,
+so the classifier stops firing there and the labeler is asked less and less often.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from robot_rl.rewards.classifier import RewardClassifier, save_classifier
+from robot_rl.rewards.labelers import Labeler
+from robot_rl.rewards.labels import LabelSet, save_labels
+from robot_rl.rewards.training import FitConfig, fit
+
+CLASSIFIER_DIR = "reward_classifier"
+"""Where a run keeps its fine-tuned classifier (under the run directory)."""
+RELABELLED_FILE = "relabelled_labels.npz"
+"""The frames the labeler answered for during the run (a label file for train-reward too)."""
+
+
+@dataclass(frozen=True)
+class RelabelConfig:
+    update_every: int = 10
+    """Newly labelled frames between fine-tunes of the classifier's head."""
+    fine_tune_steps: int = 300
+    """Gradient steps per fine-tune (continuing from the current head)."""
+    hard_share: float = 0.25
+    """Share of each batch's failure frames drawn from labelled false positives: a handful of
+    them among thousands of recorded failures would otherwise barely move the head."""
+    learning_rate: float = 3e-4
+    batch_size: int = 64
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.update_every < 1 or self.fine_tune_steps < 1:
+            raise ValueError("update_every and fine_tune_steps must be >= 1")
+        if not 0.0 < self.hard_share < 1.0:
+            raise ValueError(f"hard_share must be in (0, 1), got {self.hard_share}")
+
+
+class FalsePositiveRelabeler:
+    """Asks ``labeler`` about every frame the classifier fires on; fine-tunes on the answers."""
+
+    def __init__(
+        self,
+        classifier: RewardClassifier,
+        base: LabelSet,
+        labeler: Labeler,
+        config: RelabelConfig | None = None,
+        save_dir: str | os.PathLike | None = None,
+        log: Callable[[str], None] | None = None,
+        labelled: LabelSet | None = None,
+    ):
+        self.config = config or RelabelConfig()
+        self.config.validate()
+        size = classifier.config.image_size
+        if base.images.shape[1:3] != (size, size):
+            raise ValueError(
+                f"base label frames are {base.images.shape[1]}x{base.images.shape[2]}, the "
+                f"classifier reads {size}x{size}"
+            )
+        self.classifier = classifier
+        self.base = base
+        self.labeler = labeler
+        self.save_dir = Path(save_dir) if save_dir is not None else None
+        self.log = log
+        self._images: list[np.ndarray] = []
+        self._labels: list[int] = []
+        if labelled is not None:  # a resumed run keeps what its labeler already answered
+            self._images, self._labels = list(labelled.images), list(labelled.labels)
+        self.queries = len(self._labels)
+        self.false_positives = self._labels.count(0)
+        self.updates = 0
+        self._pending = 0
+
+    def check(self, env, obs: dict, image: np.ndarray) -> bool:
+        """The labeler's verdict on a frame the classifier fired on (recorded for fine-tuning)."""
+        truth = bool(self.labeler.label(env, obs))
+        self._images.append(np.array(image, np.uint8))
+        self._labels.append(int(truth))
+        self.queries += 1
+        self.false_positives += int(not truth)
+        self._pending += 1
+        if self._pending >= self.config.update_every:
+            self.update()
+        return truth
+
+    def labelled(self) -> LabelSet:
+        """The frames labelled so far (episode ids after the base set's, one per frame)."""
+        n = len(self._labels)
+        size = self.classifier.config.image_size
+        images = np.stack(self._images) if n else np.zeros((0, size, size, 3), np.uint8)
+        first = int(self.base.episodes.max()) + 1 if len(self.base) else 0
+        meta = {**self.base.meta, "labeler": type(self.labeler).__name__, "source": "relabel"}
+        return LabelSet(images, np.asarray(self._labels), first + np.arange(n), meta)
+
+    def training_set(self) -> LabelSet:
+        """Base labels plus the labelled frames, false positives repeated up to ``hard_share``
+        of the failure frames (balanced batches then draw them that often)."""
+        new = self.labelled()
+        hard = new.labels == 0
+        parts = [self.base, new]
+        if hard.any():
+            base_failures = int((self.base.labels == 0).sum())
+            share = self.config.hard_share
+            copies = math.ceil(share / (1 - share) * base_failures / hard.sum()) - 1
+            if copies > 0:
+                parts.append(new.subset(np.tile(np.flatnonzero(hard), copies)))
+        return LabelSet(
+            np.concatenate([p.images for p in parts]),
+            np.concatenate([p.labels for p in parts]),
+            np.concatenate([p.episodes for p in parts]),
+            dict(self.base.meta),
+        )
+
+    def update(self) -> RewardClassifier:
+        """Fine-tune the head on the training set; save the classifier and the labelled frames."""
+        self._pending = 0
+        hard = np.asarray(self._labels) == 0
+        before = self._mean_probability(hard)
+        fit_config = FitConfig(
+            steps=self.config.fine_tune_steps,
+            batch_size=self.config.batch_size,
+            learning_rate=self.config.learning_rate,
+            seed=self.config.seed + self.updates,
+        )
+        self.classifier = fit(self.classifier, self.training_set(), fit_config)
+        self.updates += 1
+        after = self._mean_probability(hard)
+        if self.save_dir is not None:
+            save_labels(self.save_dir / RELABELLED_FILE, self.labelled())
+            save_classifier(self.save_dir / CLASSIFIER_DIR, self.classifier, self.counts())
+        if self.log is not None:
+            self.log(
+                f"reward classifier fine-tuned ({self.updates}): {self.false_positives} false "
+                f"positives of {self.queries} labeller queries; their mean P(success) "
+                f"{before:.2f} -> {after:.2f}"
+            )
+        return self.classifier
+
+    def _mean_probability(self, mask: np.ndarray) -> float:
+        if not mask.any():
+            return float("nan")
+        images = np.stack([im for im, m in zip(self._images, mask, strict=True) if m])
+        return float(np.mean(self.classifier.probability(images)))
+
+    def counts(self) -> dict:
+        return {
+            "labeler_queries": self.queries,
+            "false_positives": self.false_positives,
+            "classifier_updates": self.updates,
+        }
+
+
+def attach_relabeler(
+    env,
+    labeler: Labeler,
+    run_dir: str | os.PathLike,
+    labels: str | os.PathLike | None = None,
+    config: RelabelConfig | None = None,
+    log: Callable[[str], None] | None = None,
+) -> FalsePositiveRelabeler:
+    """Give ``env`` (a ClassifierReward) a relabeler whose fine-tunes go to ``run_dir``.
+
+    The base labels are ``labels`` or the file the classifier was trained on (its checkpoint
+    records the path). A run directory that already holds a fine-tuned classifier and its
+    labelled frames (a resumed run) starts from those."""
+    from robot_rl.rewards.classifier import load_classifier, read_classifier_config
+    from robot_rl.rewards.labels import load_labels
+    from robot_rl.rewards.wrapper import ClassifierReward
+
+    while not isinstance(env, ClassifierReward):  # it may sit under other wrappers
+        if not hasattr(env, "env"):
+            raise ValueError("relabelling false positives needs a reward classifier env")
+        env = env.env
+    classifier = env.classifier
+    if labels is None:
+        _, metrics = read_classifier_config(env.checkpoint)
+        labels = metrics.get("labels")
+        if labels is None:
+            raise ValueError(
+                f"{env.checkpoint} does not record its label file: pass the labels explicitly"
+            )
+    base = load_labels(labels)
+    run_dir = Path(run_dir)
+    labelled = None
+    if (run_dir / CLASSIFIER_DIR).is_dir() and (run_dir / RELABELLED_FILE).is_file():
+        classifier = load_classifier(run_dir / CLASSIFIER_DIR)
+        labelled = load_labels(run_dir / RELABELLED_FILE)
+    relabeler = FalsePositiveRelabeler(
+        classifier, base, labeler, config, save_dir=run_dir, log=log, labelled=labelled
+    )
+    env.classifier = classifier
+    env.relabeler = relabeler
+    return relabeler
