@@ -19,6 +19,7 @@ from rich.console import Console
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
 from robot_rl.ros.config import RosBackendConfig
+from robot_rl.runtime.acting_policy import PolicyUpdater
 from robot_rl.runtime.demos import applied_action
 from robot_rl.runtime.environments import make_env
 from robot_rl.runtime.evaluation import episode_success
@@ -116,7 +117,7 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     control_hz = env.task.control_hz * cfg.speedup if cfg.speedup else None
     rate = Rate(control_hz)
     simulated = bool(getattr(getattr(env, "backend", None), "is_simulated", False))
-    policy = None
+    updater = PolicyUpdater(client, env.observation_space, env.action_space).start()
     console.print(
         f"[bold]actor[/] {actor_id}: {cfg.task} at "
         f"{f'{control_hz:.1f} Hz' if control_hz else 'full speed'} -> {cfg.learner} "
@@ -134,7 +135,9 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
                 raise LearnerRefused(client.refused_reason)
             if cfg.max_learner_lag is not None and (simulated or episode["length"] == 0):
                 _wait_for_learner(client, cfg.max_learner_lag)
-            policy = _refresh_policy(policy, client, env)
+            if updater.error is not None:
+                raise updater.error
+            policy = updater.policy
             if policy is not None and policy.version > 0:
                 action = policy(obs)
             else:
@@ -184,6 +187,7 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
         console.print(f"[yellow]interrupted[/]: {outbox.backlog} transitions wait in the outbox")
         raise
     finally:
+        updater.stop()
         client.stop()
         outbox.close()
         env.close()
@@ -203,20 +207,6 @@ def _wait_for_learner(client: TransportClient, max_lag: int) -> None:
     """Block while the learner is more than ``max_lag`` transitions behind (while connected)."""
     while client.connected and client.estimated_lag() > max_lag:
         time.sleep(0.005)
-
-
-def _refresh_policy(policy, client: TransportClient, env):
-    received = client.weights_received
-    if received == 0 or (policy is not None and policy.loaded == received):
-        return policy
-    weights = client.latest_weights()
-    if policy is None:
-        from robot_rl.runtime.acting_policy import ActingPolicy
-
-        policy = ActingPolicy(client.welcome, env.observation_space, env.action_space)
-    policy.load(*weights)
-    policy.loaded = received
-    return policy
 
 
 def _progress(
