@@ -112,10 +112,10 @@ def main() -> None:
         tmp = Path(tmp)
         for seed in args.seeds:
             for result in (
-                in_process(seed, args.steps, args.episodes, tmp),
                 distributed(
                     seed, args.steps, args.episodes, args.speedup, args.max_learner_lag, tmp
                 ),
+                in_process(seed, args.steps, args.episodes, tmp),
             ):
                 rates[result["mode"]].append(result["success_rate"])
                 print(json.dumps({"benchmark": "distributed_equivalence", "seed": seed,

@@ -64,9 +64,9 @@ class ActorConfig:
     fsync: str = "never"
     """Outbox flush policy: 'never' survives a killed process, 'always' also a power cut."""
     max_learner_lag: int | None = None
-    """Wait for the learner when it is this many transitions behind the data (its lag plus this
-    actor's unacknowledged ones): the twin pauses between steps, a real robot only between
-    episodes. None: never wait (a robot cannot pause; a GPU learner keeps up)."""
+    """Wait for the learner while it is unreachable or this many transitions behind the data
+    (learner-paced: what the single-process loop does by construction). The twin pauses between
+    steps, a real robot only between episodes. None: never wait (a robot keeps its rate)."""
     flush_timeout: float = 30.0
     """At the end of the run, wait this long for the learner to acknowledge the outbox (what
     is left stays on disk and is sent by the next run with the same outbox)."""
@@ -204,8 +204,10 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
 
 
 def _wait_for_learner(client: TransportClient, max_lag: int) -> None:
-    """Block while the learner is more than ``max_lag`` transitions behind (while connected)."""
-    while client.connected and client.estimated_lag() > max_lag:
+    """Block while the learner is unreachable or more than ``max_lag`` transitions behind."""
+    while client.refused_reason is None and (
+        not client.connected or client.estimated_lag() > max_lag
+    ):
         time.sleep(0.005)
 
 
