@@ -99,7 +99,9 @@ class PolicyUpdater:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        # No timeout: a thread left inside XLA (compiling) when the interpreter exits aborts
+        # the process; a build in progress finishes in seconds.
+        self._thread.join()
 
     def _run(self) -> None:
         policy, loaded = None, 0
