@@ -11,6 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+SMALL_AGENT = [
+    "--agent.num-critics", "2", "--agent.hidden-dims", "32", "32", "--batch-size", "32",
+]  # fmt: skip
+"""Learner options for a tiny, quickly compiled agent in process tests."""
+
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``robot-rl ARGS`` to completion, output captured, wide enough for one-line progress."""

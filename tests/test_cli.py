@@ -9,19 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from process_helpers import run_cli as robot_rl
 
 from robot_rl.cli import COMMANDS
 from robot_rl.commands.doctor import Check, exit_code
-
-
-def robot_rl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "robot_rl.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture(scope="module")

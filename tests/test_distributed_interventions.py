@@ -9,23 +9,13 @@ import json
 
 import numpy as np
 import pytest
-from process_helpers import Processes
+from process_helpers import SMALL_AGENT
 from transport_fixtures import free_endpoint
 
 from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 from robot_rl.data.replay import ReplayBuffer
 
 STEPS = 240
-SMALL_AGENT = [
-    "--agent.num-critics", "2", "--agent.hidden-dims", "32", "32", "--batch-size", "32",
-]  # fmt: skip
-
-
-@pytest.fixture
-def procs(tmp_path):
-    processes = Processes(tmp_path)
-    yield processes
-    processes.close()
 
 
 def _by_seq(buffer: ReplayBuffer) -> dict:
