@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
+from ros_helpers import Spinner
 
 pytest.importorskip("rclpy")
 pytest.importorskip("mujoco")
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 
 from robot_rl.envs.backend import StaleReadingError
 from robot_rl.ros.node_base import ParameterError
@@ -63,30 +62,6 @@ def test_node_main_exits_with_one_line_on_bad_parameter():
          "-p", "speedup:=0.0"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert "speedup" in result.stderr and "Traceback" not in result.stderr
-
-
-class Spinner:
-    """A node spun on its own executor thread."""
-
-    def __init__(self, node, context):
-        self.node, self.context = node, context
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:
-            if self.context.ok():
-                raise
-
-    def close(self):
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-        self.thread.join(timeout=2)
 
 
 def _wait(predicate, timeout=15.0):

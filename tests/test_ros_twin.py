@@ -13,11 +13,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
+from ros_helpers import Spinner
 
 pytest.importorskip("rclpy")
 pytest.importorskip("mujoco")
@@ -77,7 +77,6 @@ class TopicProbe:
     def __init__(self, topics):
         import rclpy
         from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
 
         from robot_rl.ros.qos import sensor_qos
 
@@ -88,10 +87,7 @@ class TopicProbe:
         for topic, msg_type in topics.items():
             qos = 10 if topic == "/diagnostics" else sensor_qos()
             self.node.create_subscription(msg_type, topic, self._counter(topic), qos)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.spinner = Spinner(self.node, self.context)
 
     def _counter(self, topic):
         def count(_msg):
@@ -99,18 +95,8 @@ class TopicProbe:
 
         return count
 
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:
-            if self.context.ok():
-                raise
-
     def close(self):
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-        self.thread.join(timeout=2)
+        self.spinner.close()
 
 
 def _probe_topics():

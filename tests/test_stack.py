@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pytest
 from process_helpers import Processes
+from ros_helpers import Spinner
 
 pytest.importorskip("rclpy")
 pytest.importorskip("mujoco")
@@ -36,7 +37,6 @@ class StackProbe:
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
         from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
         from rosgraph_msgs.msg import Clock
         from sensor_msgs.msg import CameraInfo, Image, JointState
         from std_srvs.srv import SetBool
@@ -77,10 +77,7 @@ class StackProbe:
                                           qos)
         self.estop_client = self.node.create_client(SetBool, "/arm/estop")
         self.SetBool = SetBool
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.spinner = Spinner(self.node, self.context)
 
     def _counter(self, topic, then):
         def count(msg):
@@ -89,13 +86,6 @@ class StackProbe:
                 then(msg)
 
         return count
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:
-            if self.context.ok():
-                raise
 
     def estop(self, engaged: bool) -> float:
         """Engage or release; returns the arm's newest pose stamp when the answer came."""
@@ -113,10 +103,7 @@ class StackProbe:
             return [(t, p) for t, p in self.poses if t >= stamp]
 
     def close(self):
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-        self.thread.join(timeout=2)
+        self.spinner.close()
 
 
 def wait_until(condition, timeout: float, what: str, proc=None):
