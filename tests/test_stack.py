@@ -189,10 +189,15 @@ def test_killed_camera_truncates_steps_and_its_restart_resumes_them(stack):
                "images from the restarted camera", up)
     steps = _actor_steps(probe)
     wait_until(lambda: _actor_steps(probe) > steps + 20, 90, "steps after the restart", up)
+    # A loaded machine may still deliver the odd frame late (one truncated step), but with the
+    # camera back nearly every step is fresh again; a dead or stuck camera would make every one
+    # stale (and the reset after each would wait for fresh data).
     stale = _log(run_dir, "actor").count("stale reading")
     steps = _actor_steps(probe)
-    wait_until(lambda: _actor_steps(probe) > steps + 20, 60, "fresh steps", up)
-    assert _log(run_dir, "actor").count("stale reading") == stale, "steps are still stale"
+    wait_until(lambda: _actor_steps(probe) > steps + 40, 90, "fresh steps", up)
+    window = _actor_steps(probe) - steps
+    stale_in_window = _log(run_dir, "actor").count("stale reading") - stale
+    assert stale_in_window <= window // 10, f"{stale_in_window} of {window} steps were stale"
     assert up.popen.poll() is None
 
 
