@@ -318,3 +318,34 @@ def test_save_load_then_identical_continuation(tmp_path):
     assert_same(buffer, loaded)
     add_some([buffer, loaded], 25, rng)
     assert_same(buffer, loaded)
+
+
+def test_a_partly_filled_buffer_saves_only_what_it_holds(tmp_path):
+    # a pixel buffer preallocated for 20,000 transitions of 32x32 frames: ~68 MB of zeros
+    buffer = ReplayBuffer(obs_space(32), ACTION_SPACE, capacity=20_000)
+    rng = np.random.default_rng(3)
+    obs = make_obs(rng, 32)
+    for step in range(50):
+        nxt = make_obs(rng, 32)
+        buffer.add(obs, rng.uniform(-1, 1, 2).astype(np.float32), 0.5, step % 20 == 19, False, nxt)
+        obs = make_obs(rng, 32) if step % 20 == 19 else nxt
+    path = tmp_path / "replay.npz"
+    buffer.save(path)
+    assert path.stat().st_size < 1_000_000  # 50 transitions' frames, not the capacity's
+    loaded = ReplayBuffer.load(path)
+    assert (loaded.capacity, loaded.frame_capacity) == (buffer.capacity, buffer.frame_capacity)
+    indices = np.arange(len(buffer))
+    for key in ("observations", "next_observations"):
+        for obs_key, value in buffer.gather(indices)[key].items():
+            np.testing.assert_array_equal(loaded.gather(indices)[key][obs_key], value)
+    # both go on identically after the load
+    for buf in (buffer, loaded):
+        buf.add(
+            obs, np.zeros(2, np.float32), 1.0, True, False, make_obs(np.random.default_rng(9), 32)
+        )
+    np.testing.assert_array_equal(
+        buffer.sample_indices(np.random.default_rng(1), 16),
+        loaded.sample_indices(np.random.default_rng(1), 16),
+    )
+    np.testing.assert_array_equal(buffer.gather(indices[-1:] + 1)["rewards"], [1.0])
+    np.testing.assert_array_equal(loaded.gather(indices[-1:] + 1)["rewards"], [1.0])

@@ -371,23 +371,28 @@ class ReplayBuffer:
             "head": self._head,
             "tail": self._tail,
         }
+        # Only the slots written so far: the arrays are preallocated for the whole capacity (a
+        # pixel run's frame store is tens of GB of zeros until it fills), and load() fills the
+        # same prefix of a fresh buffer.
+        slots = min(self._frames_written, self.frame_capacity)
+        entries = min(self._head, self.capacity)
         arrays = {
             "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8),
-            "slot_serial": self._slot_serial,
-            "slot_last_user": self._slot_last_user,
-            "obs_slot": self._obs_slot,
-            "next_slot": self._next_slot,
-            "actions": self._actions,
-            "rewards": self._rewards,
-            "terminated": self._terminated,
-            "truncated": self._truncated,
+            "slot_serial": self._slot_serial[:slots],
+            "slot_last_user": self._slot_last_user[:slots],
+            "obs_slot": self._obs_slot[:entries],
+            "next_slot": self._next_slot[:entries],
+            "actions": self._actions[:entries],
+            "rewards": self._rewards[:entries],
+            "terminated": self._terminated[:entries],
+            "truncated": self._truncated[:entries],
             "stream_ids": np.asarray(streams, np.int64),
             "stream_serials": np.asarray([self._streams[s][0] for s in streams], np.int64),
             "stream_ended": np.asarray([self._streams[s][1] for s in streams], bool),
         }
         # Array names by position: observation keys may hold characters a zip name cannot.
-        arrays.update({f"frames_{i}": self._frames[k] for i, k in enumerate(keys)})
-        arrays.update({f"extra_{i}": self._extras[k] for i, k in enumerate(self._extras)})
+        arrays.update({f"frames_{i}": self._frames[k][:slots] for i, k in enumerate(keys)})
+        arrays.update({f"extra_{i}": self._extras[k][:entries] for i, k in enumerate(self._extras)})
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as file:
@@ -417,10 +422,11 @@ class ReplayBuffer:
                 frame_capacity=meta["frame_capacity"],
                 extra_fields=extra_fields,
             )
+            # a prefix of each array (whole arrays in files written before saves were trimmed)
             for i, key in enumerate(meta["observation_keys"]):
-                buffer._frames[key][...] = data[f"frames_{i}"]
+                _fill_prefix(buffer._frames[key], data[f"frames_{i}"])
             for i, name in enumerate(meta["extra_names"]):
-                buffer._extras[name][...] = data[f"extra_{i}"]
+                _fill_prefix(buffer._extras[name], data[f"extra_{i}"])
             for name in (
                 "slot_serial",
                 "slot_last_user",
@@ -431,7 +437,7 @@ class ReplayBuffer:
                 "terminated",
                 "truncated",
             ):
-                getattr(buffer, f"_{name}")[...] = data[name]
+                _fill_prefix(getattr(buffer, f"_{name}"), data[name])
             buffer._streams = {
                 int(s): (int(serial), bool(ended))
                 for s, serial, ended in zip(
@@ -442,3 +448,9 @@ class ReplayBuffer:
         buffer._head = meta["head"]
         buffer._tail = meta["tail"]
         return buffer
+
+
+def _fill_prefix(target: np.ndarray, saved: np.ndarray) -> None:
+    if len(saved) > len(target) or saved.shape[1:] != target.shape[1:]:
+        raise ValueError(f"saved array of shape {saved.shape} does not fit {target.shape}")
+    target[: len(saved)] = saved
