@@ -35,6 +35,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "EvalConfig",
         "success rate with a 95% confidence interval, cycle time, optional MP4",
     ),
+    "report": (
+        "robot_rl.commands.report",
+        "ReportConfig",
+        "learning curves and tables of a run as PNG/HTML (report.html, curves.png)",
+    ),
     "learner": (
         "robot_rl.commands.learner",
         "LearnerConfig",

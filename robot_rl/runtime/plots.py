@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The records of a JSON-lines file; a malformed line (a run killed mid-write leaves its last
+    line torn, and a resumed run appends after it) is skipped: curves must not stop a run."""
+    from robot_rl.runtime.run_report import read_jsonl
+
+    return read_jsonl(path, warnings=[])
 
 
 def plot_curves(run_dir: str | Path, out_name: str = "curves.png") -> Path | None:
     """Write run_dir/curves.png from eval.jsonl and metrics.jsonl; None if there is no data."""
+    run_dir = Path(run_dir)
+    evals = _read_jsonl(run_dir / "eval.jsonl")
+    metrics = _read_jsonl(run_dir / "metrics.jsonl")
+    return draw_curves(evals, metrics, run_dir / out_name, title=run_dir.name)
+
+
+def draw_curves(evals: list[dict], metrics: list[dict], out: Path, title: str) -> Path | None:
+    """The curves of these eval.jsonl and metrics.jsonl records as the PNG ``out``; None (and
+    nothing written) if there is no data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    run_dir = Path(run_dir)
-    evals = _read_jsonl(run_dir / "eval.jsonl")
-    episodes = [m for m in _read_jsonl(run_dir / "metrics.jsonl") if "charts/episode_return" in m]
+    episodes = [m for m in metrics if "charts/episode_return" in m]
     if not evals and not episodes:
         return None
     fig, (ax_success, ax_return) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -57,9 +65,8 @@ def plot_curves(run_dir: str | Path, out_name: str = "curves.png") -> Path | Non
     for ax in (ax_success, ax_return):
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=8)
-    fig.suptitle(run_dir.name)
+    fig.suptitle(title)
     fig.tight_layout()
-    out = run_dir / out_name
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
