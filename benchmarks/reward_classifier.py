@@ -50,7 +50,7 @@ def main() -> None:
 
     started = time.perf_counter()
     label_config = RecordLabelsConfig(
-        episodes=25 if quick else 120, image_size=args.image_size, seed=args.seed
+        episodes=25 if quick else 160, image_size=args.image_size, seed=args.seed
     )
     env = make_env(
         "twin", "pick_cube", "", args.seed, {"cameras": ("front",), "image_size": args.image_size}

@@ -4,9 +4,12 @@ Two seams, each a registry entry:
 - who acts (SOURCES): on the twin, ``expert-mix`` cycles the scripted expert through behaviours
   that give successes, failures and near-misses: clean picks held after success, noisy picks,
   picks with the gripper left open, lifts stopped below or above the success height, picks
-  that let go, and random actions (the frames an RL run explores first: without them the
-  classifier is never shown those failures, and the policy learns to fool it). On a robot a
-  teleop source goes here.
+  that let go, random actions (the frames an RL run explores first: without them the
+  classifier is never shown those failures, and the policy learns to fool it), wandering to
+  random points of the whole safety box with the cube left on the table (an exploring policy
+  reaches the box's corners and heights; a frozen-trunk classifier that never saw them
+  scores them at random), and carrying a picked cube around the box (success seen wherever it
+  happens, not only above the cube's start). On a robot a teleop source goes here.
 - who labels each frame (LABELERS): on the twin, ``ground-truth`` reads ``task.success``. On a
   robot a key-press labeler goes here (the operator holds a key while the frame shows success);
   it has the same ``label(env, obs) -> bool`` (robot_rl.rewards.labelers).
@@ -23,7 +26,10 @@ from rich.console import Console
 
 from robot_rl.rewards.labelers import LABELERS
 
-BEHAVIOURS = ("expert", "noisy", "open_gripper", "low_lift", "drop", "random")
+CARRY_MIN_HEIGHT = 0.09
+"""Lowest TCP target when carrying a picked cube (m): around pick_cube's success height, so a
+carried cube is seen both above and just below it."""
+BEHAVIOURS = ("expert", "noisy", "open_gripper", "low_lift", "drop", "random", "wander", "carry")
 
 
 class ExpertMixSource:
@@ -47,11 +53,21 @@ class ExpertMixSource:
         self._cap = rng.uniform(0.05, 0.11) if self.behaviour == "low_lift" else np.inf
         self._release_after = int(rng.integers(2, 8))
         self._lift_steps = 0
+        self._target: np.ndarray | None = None
+        self._target_steps = 0
+        self._grip = 1.0
 
     def act(self, env, obs: dict) -> np.ndarray:
         if self.behaviour == "random":  # what an RL run's first, exploring episodes look like
             return self._rng.uniform(-1.0, 1.0, env.action_space.shape).astype(np.float32)
         reading = env.reading
+        if self.behaviour == "wander":
+            if self._rng.random() < 0.1:  # now and then open or close the empty hand
+                self._grip = -self._grip
+            return self._wander(env, reading, self._grip)
+        if self.behaviour == "carry" and (self._target is not None or env.task.success(reading)):
+            # picked: take it anywhere in the box's upper part (mostly still a success), closed
+            return self._wander(env, reading, 1.0, min_height=CARRY_MIN_HEIGHT)
         action = np.asarray(self._expert.act(reading), np.float32).copy()
         if self.behaviour == "open_gripper":
             action[3] = -1.0
@@ -64,6 +80,18 @@ class ExpertMixSource:
                 action[3] = -1.0
         return action
 
+    def _wander(self, env, reading, grip: float, min_height: float = -np.inf) -> np.ndarray:
+        """Toward a random point of the task's safety box (at least ``min_height`` high), a new
+        one every 5-15 steps."""
+        low, high = np.asarray(env.task.safety_low), np.asarray(env.task.safety_high)
+        low[2] = min(max(low[2], min_height), high[2])
+        self._target_steps -= 1
+        if self._target is None or self._target_steps <= 0:
+            self._target = self._rng.uniform(low, high)
+            self._target_steps = int(self._rng.integers(5, 16))
+        delta = (self._target - reading["tcp_pos"]) / self._step_size
+        return np.append(np.clip(delta, -1.0, 1.0), grip).astype(np.float32)
+
 
 SOURCES = {"expert-mix": ExpertMixSource}
 
@@ -74,7 +102,7 @@ class RecordLabelsConfig:
     """Task whose success the classifier learns (tasks/)."""
     episodes: int = 60
     """Episodes to record (behaviours cycle: expert, noisy, open_gripper, low_lift, drop,
-    random)."""
+    random, wander, carry)."""
     out: str | None = None
     """Output .npz; default labels/<task>-<camera><size>-<time>.npz."""
     camera: str = "front"
