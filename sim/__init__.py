@@ -7,6 +7,16 @@ MuJoCo is imported only when a twin is built.
 
 from __future__ import annotations
 
+import os
+
+# MuJoCo picks its GL backend when it is imported: with no display, glfw aborts the process at
+# the first rendered frame. A headless machine gets EGL unless the user chose otherwise.
+if "MUJOCO_GL" not in os.environ and not (
+    os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+):
+    os.environ["MUJOCO_GL"] = "egl"
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
 
 def make_twin_backend(task, seed: int | None = None):
     if task.robot == "arm":

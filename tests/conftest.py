@@ -1,4 +1,5 @@
-"""Test-run environment: ROS 2 discovery stays on this host, in a domain of this run's own.
+"""Test-run environment: ROS 2 discovery stays on this host, in a domain of this run's own;
+MuJoCo renders headless.
 
 scripts/test.sh sets these too; this covers a bare `pytest` (tests such as doctor's rclpy probe
 may start DDS participants).
@@ -10,6 +11,10 @@ import pytest
 from process_helpers import Processes
 
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+# before any test module imports mujoco: headless rendering (as scripts/setup.sh sets it)
+os.environ.setdefault("MUJOCO_GL", "egl")
+if os.environ["MUJOCO_GL"] in ("egl", "osmesa"):
+    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 101))
 
 
