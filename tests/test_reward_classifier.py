@@ -306,3 +306,38 @@ def test_false_positives_pay_nothing_become_negatives_and_stop_firing_after_a_fi
     saved = load_labels(tmp_path / RELABELLED_FILE)  # the false positives, labelled failure
     assert list(saved.labels) == [0, 0, 0, 0]
     assert load_classifier(tmp_path / CLASSIFIER_DIR).config == config
+
+
+def test_a_fine_tune_lowers_the_threshold_to_keep_the_known_successes_passing(tmp_path):
+    import dataclasses
+
+    from robot_rl.rewards.relabel import FalsePositiveRelabeler, RelabelConfig
+
+    labels = synthetic_labels(np.random.default_rng(3))
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16)
+    trained = fit(
+        RewardClassifier.create(config, seed=0),
+        labels,
+        FitConfig(steps=150, batch_size=32, learning_rate=3e-3),
+    )
+    # a threshold so high that most recorded successes fall below it
+    strict = dataclasses.replace(trained.config, threshold=0.9999)
+    classifier = RewardClassifier(strict, trained.trunk_variables, trained.head_params)
+    positives = labels.images[labels.labels == 1]
+    assert np.mean(classifier.probability(positives) >= 0.9999) < 0.9
+
+    relabel = RelabelConfig(update_every=2, fine_tune_steps=50, learning_rate=3e-3)
+    relabeler = FalsePositiveRelabeler(classifier, labels, SuccessFlagLabeler(), relabel)
+    env = ClassifierReward(FrameEnv(labels.images[labels.labels == 0][:2]), classifier,
+                           relabeler=relabeler, threshold=None)  # fmt: skip
+    env.reset()
+    env.threshold = 0.0  # make both failure frames fire, so the labeler rejects them
+    relabeler.check(env.env, {}, labels.images[labels.labels == 0][0])
+    relabeler.check(env.env, {}, labels.images[labels.labels == 0][1])
+    assert relabeler.updates == 1
+    tuned = relabeler.classifier
+    assert relabel.min_threshold <= tuned.config.threshold < 0.9999
+    assert np.mean(tuned.probability(positives) >= tuned.config.threshold) >= 0.9
+    # the wrapper takes the re-set threshold with the fine-tuned classifier at its next step
+    env.step([0, 0])
+    assert env.threshold == tuned.config.threshold

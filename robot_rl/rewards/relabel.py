@@ -7,10 +7,19 @@ the step pay nothing and the episode go on (the learner never sees the false rew
 frame joins the classifier's training set as a negative; a "yes" joins as a positive. Every
 ``update_every`` newly labelled frames the head is fine-tuned on the original labels plus these,
 so the classifier stops firing there and the labeler is asked less and less often.
+
+Fine-tuning on false positives, which often look much like successes (a cube held 5 cm up
+instead of 6), also pulls the probability of real successes down. A success the classifier
+misses is never shown to the labeler and never pays, so the policy, unrewarded, unlearns the
+task. After every fine-tune the threshold is therefore lowered, if need be, until it passes
+``keep_recall`` of the known success frames (the recorded ones and those the labeler
+confirmed); it never rises above the trained threshold. The false positives a lower threshold
+lets through are the labeler's to catch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable
@@ -41,6 +50,10 @@ class RelabelConfig:
     them among thousands of recorded failures would otherwise barely move the head."""
     learning_rate: float = 3e-4
     batch_size: int = 64
+    keep_recall: float = 0.9
+    """Share of the known success frames the threshold must pass after a fine-tune."""
+    min_threshold: float = 0.5
+    """The threshold is never lowered below this."""
     seed: int = 0
 
     def validate(self) -> None:
@@ -48,6 +61,10 @@ class RelabelConfig:
             raise ValueError("update_every and fine_tune_steps must be >= 1")
         if not 0.0 < self.hard_share < 1.0:
             raise ValueError(f"hard_share must be in (0, 1), got {self.hard_share}")
+        if not 0.0 < self.keep_recall <= 1.0:
+            raise ValueError(f"keep_recall must be in (0, 1], got {self.keep_recall}")
+        if not 0.0 < self.min_threshold < 1.0:
+            raise ValueError(f"min_threshold must be in (0, 1), got {self.min_threshold}")
 
 
 class FalsePositiveRelabeler:
@@ -62,6 +79,7 @@ class FalsePositiveRelabeler:
         save_dir: str | os.PathLike | None = None,
         log: Callable[[str], None] | None = None,
         labelled: LabelSet | None = None,
+        trained_threshold: float | None = None,
     ):
         self.config = config or RelabelConfig()
         self.config.validate()
@@ -72,6 +90,9 @@ class FalsePositiveRelabeler:
                 f"classifier reads {size}x{size}"
             )
         self.classifier = classifier
+        # the cap on re-set thresholds: train-reward's (a resumed run's classifier may carry a
+        # lowered one)
+        self.trained_threshold = trained_threshold or classifier.config.threshold
         self.base = base
         self.labeler = labeler
         self.save_dir = Path(save_dir) if save_dir is not None else None
@@ -136,7 +157,8 @@ class FalsePositiveRelabeler:
             learning_rate=self.config.learning_rate,
             seed=self.config.seed + self.updates,
         )
-        self.classifier = fit(self.classifier, self.training_set(), fit_config)
+        tuned = fit(self.classifier, self.training_set(), fit_config)
+        self.classifier = self._keeping_recall(tuned)
         self.updates += 1
         after = self._mean_probability(hard)
         if self.save_dir is not None:
@@ -146,9 +168,26 @@ class FalsePositiveRelabeler:
             self.log(
                 f"reward classifier fine-tuned ({self.updates}): {self.false_positives} false "
                 f"positives of {self.queries} labeller queries; their mean P(success) "
-                f"{before:.2f} -> {after:.2f}"
+                f"{before:.2f} -> {after:.2f}; threshold {self.classifier.config.threshold:.3f}"
             )
         return self.classifier
+
+    def _keeping_recall(self, classifier: RewardClassifier) -> RewardClassifier:
+        """``classifier`` with the highest threshold (at most the trained one) that passes
+        ``keep_recall`` of the known success frames."""
+        positives = [self.base.images[self.base.labels == 1]]
+        positives += [
+            im[None] for im, label in zip(self._images, self._labels, strict=True) if label == 1
+        ]
+        images = np.concatenate(positives)
+        threshold = self.trained_threshold
+        if len(images):
+            probs = np.sort(classifier.probability(images))
+            # the k-th smallest probability, k = the share allowed to be missed
+            kth = probs[math.floor((1.0 - self.config.keep_recall) * len(probs))]
+            threshold = float(np.clip(kth, self.config.min_threshold, self.trained_threshold))
+        config = dataclasses.replace(classifier.config, threshold=threshold)
+        return RewardClassifier(config, classifier.trunk_variables, classifier.head_params)
 
     def _mean_probability(self, mask: np.ndarray) -> float:
         if not mask.any():
@@ -186,6 +225,7 @@ def attach_relabeler(
             raise ValueError("relabelling false positives needs a reward classifier env")
         env = env.env
     classifier = env.classifier
+    trained_threshold = classifier.config.threshold
     if labels is None:
         _, metrics = read_classifier_config(env.checkpoint)
         labels = metrics.get("labels")
@@ -200,7 +240,14 @@ def attach_relabeler(
         classifier = load_classifier(run_dir / CLASSIFIER_DIR)
         labelled = load_labels(run_dir / RELABELLED_FILE)
     relabeler = FalsePositiveRelabeler(
-        classifier, base, labeler, config, save_dir=run_dir, log=log, labelled=labelled
+        classifier,
+        base,
+        labeler,
+        config,
+        save_dir=run_dir,
+        log=log,
+        labelled=labelled,
+        trained_threshold=trained_threshold,
     )
     env.classifier = classifier
     env.relabeler = relabeler

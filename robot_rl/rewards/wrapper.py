@@ -55,6 +55,7 @@ class ClassifierReward(gym.Wrapper):
         self._streak = 0
         self.checkpoint: str | None = None  # set by with_reward_classifier
         self.camera = camera or classifier.config.camera
+        self._fixed_threshold = threshold is not None
         self.threshold = classifier.config.threshold if threshold is None else float(threshold)
         if not 0.0 < self.threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {self.threshold}")
@@ -107,6 +108,8 @@ class ClassifierReward(gym.Wrapper):
         if fired and self.relabeler is not None:
             rejected = not self.relabeler.check(self.env, obs, obs[self.camera])
             self.classifier = self.relabeler.classifier  # fine-tuned when enough were labelled
+            if not self._fixed_threshold:  # and its threshold re-set to keep its recall
+                self.threshold = self.classifier.config.threshold
             fired = not rejected
             if rejected:
                 self._streak = 0  # the labeler is asked again only after k fresh passes
