@@ -11,6 +11,7 @@ nothing and is fine-tuned into the classifier as a negative. ``--no-relabel`` ru
 (the policy then learns to fool the classifier). The final agent is evaluated as ``robot-rl
 eval`` does: deterministic policy, the task's own success and termination, fresh seeds.
 
+The RL run has a fixed budget (``--steps``, 10,000) and its last policy is the one evaluated.
 Prints one JSON line per figure. ``--quick`` is a short smoke run (its figures are not the
 acceptance figures). Example: ``nice -n 10 python benchmarks/reward_classifier.py``.
 """
@@ -35,6 +36,16 @@ def main() -> None:
     parser.add_argument("--no-relabel", action="store_true", help="no false-positive labelling")
     parser.add_argument("--consecutive", type=int, default=1, help="frames in a row to pay")
     parser.add_argument("--final-eval-episodes", type=int, default=50)
+    parser.add_argument(
+        "--steps", type=int, default=10_000, help="env steps of the RL run (a fixed budget)"
+    )
+    parser.add_argument(
+        "--stop-at",
+        type=float,
+        default=None,
+        help="stop at the first training evaluation at or above this success rate (20 "
+        "episodes: a noisy pick that the final 50-episode evaluation then reads lower)",
+    )
     args = parser.parse_args()
     quick = args.quick
 
@@ -101,12 +112,12 @@ def main() -> None:
         seed=args.seed,
         reward_classifier=result["checkpoint"],
         run_dir=str(out / "run"),
-        total_steps=1_500 if quick else 20_000,
+        total_steps=1_500 if quick else args.steps,
         eval_every=1_500 if quick else 2_000,
         eval_episodes=5 if quick else 20,
         start_steps=500,
         demos=2 if quick else 20,
-        stop_at_success=None if quick else 0.9,
+        stop_at_success=None if quick else args.stop_at,
         relabel_false_positives=not args.no_relabel,
         reward_consecutive=args.consecutive,
     )
