@@ -11,7 +11,8 @@ nothing and is fine-tuned into the classifier as a negative. ``--no-relabel`` ru
 (the policy then learns to fool the classifier). The final agent is evaluated as ``robot-rl
 eval`` does: deterministic policy, the task's own success and termination, fresh seeds.
 
-The RL run has a fixed budget (``--steps``, 10,000) and its last policy is the one evaluated.
+The RL run has a fixed budget (``--steps``; default the recipe's 20,000, as a ground-truth run
+has) and its last policy is the one evaluated.
 Prints one JSON line per figure. ``--quick`` is a short smoke run (its figures are not the
 acceptance figures). Example: ``nice -n 10 python benchmarks/reward_classifier.py``.
 """
@@ -37,7 +38,11 @@ def main() -> None:
     parser.add_argument("--consecutive", type=int, default=1, help="frames in a row to pay")
     parser.add_argument("--final-eval-episodes", type=int, default=50)
     parser.add_argument(
-        "--steps", type=int, default=10_000, help="env steps of the RL run (a fixed budget)"
+        "--steps",
+        type=int,
+        default=None,
+        help="env steps of the RL run, a fixed budget (default: the task recipe's, as with the "
+        "ground-truth reward)",
     )
     parser.add_argument(
         "--stop-at",
@@ -112,7 +117,7 @@ def main() -> None:
         seed=args.seed,
         reward_classifier=result["checkpoint"],
         run_dir=str(out / "run"),
-        total_steps=1_500 if quick else args.steps,
+        total_steps=1_500 if quick else args.steps,  # None: the recipe's
         eval_every=1_500 if quick else 2_000,
         eval_episodes=5 if quick else 20,
         start_steps=500,
