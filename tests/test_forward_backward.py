@@ -211,3 +211,143 @@ def test_cli_train_fb_refuses_bad_input_clearly():
     assert result.returncode == 2
     assert "no backward task for 'peg_insert'" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_ctrl_c_checkpoints_the_loop_state_and_the_loop_resumes_from_it():
+    cfg = fb_config(total_steps=40, eval_every=10)
+    world, (forward, backward) = make_pair(cfg)
+    saved = []
+
+    def checkpoint(step, loop_state):
+        saved.append((step, json.loads(json.dumps(loop_state)), forward.steps + backward.steps))
+
+    for d in (forward, backward):
+        step_once = d.env.step
+
+        def step_or_ctrl_c(action, step_once=step_once):
+            if sum(event[0] == "step" for event in world.log) == 25:
+                raise KeyboardInterrupt
+            return step_once(action)
+
+        d.env.step = step_or_ctrl_c
+    with pytest.raises(KeyboardInterrupt):
+        run_forward_backward(cfg, forward, backward, checkpoint=checkpoint)
+    # at every evaluation, then on Ctrl-C with every stored transition
+    assert [(step, stored) for step, _, stored in saved] == [(10, 10), (20, 20), (25, 25)]
+    state = {"step": 25, **saved[-1][1]}
+    assert state["active"] in ("forward", "backward") and state["resets"]["start"] == 1
+
+    for d in (forward, backward):
+        del d.env.step  # the env's own step again
+    del world.log[:]
+    summary = run_forward_backward(cfg, forward, backward, resume=state, checkpoint=checkpoint)
+    # a fresh reset of the direction that was acting, then the loop goes on to the end
+    assert world.log[0] == ("reset", state["active"], False)
+    assert summary["env_steps"] == 40 == forward.steps + backward.steps
+    assert sum(event[0] == "step" for event in world.log) == 15
+    assert summary["resets"]["start"] == 2
+    assert [step for step, _, _ in saved[3:]] == [30, 40]
+
+
+def _steps(path):
+    return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+
+
+def test_twin_run_checkpoints_pairs_and_resume_goes_on_from_the_last_one(tmp_path):
+    pytest.importorskip("mujoco")
+    import io
+    import shutil
+
+    from rich.console import Console
+
+    from robot_rl.commands import eval as eval_command
+    from robot_rl.data.replay import ReplayBuffer
+    from robot_rl.runtime.forward_backward import train_forward_backward
+
+    run_dir = tmp_path / "run"
+    options = dict(start_steps=10, demos=1, batch_size=16, eval_every=110, run_dir=str(run_dir))
+    # the forward episode ends by its time limit (100 steps), the backward one starts
+    first = train_forward_backward(fb_config(total_steps=110, **options), Console(quiet=True))
+    state = json.loads((run_dir / "fb_state.json").read_text())
+    assert state["step"] == 110 and state["active"] in ("forward", "backward")
+    saved = {}
+    for name in ("forward", "backward"):
+        checkpoint = run_dir / name / "checkpoints" / "step_0000000110"
+        meta = json.loads((checkpoint / "meta.json").read_text())
+        assert meta["steps"] == first[name]["env_steps"] and meta["direction"] == name
+        demos = len(ReplayBuffer.load(checkpoint / "demos.npz"))
+        assert len(ReplayBuffer.load(checkpoint / "replay.npz")) == meta["steps"] and demos > 0
+        metrics = (run_dir / name / "metrics.jsonl").read_text().splitlines()
+        saved[name] = (meta["steps"], meta["episodes"], demos, metrics)
+    # a crash after the forward half of the next pair: fb_state.json still names step 110
+    checkpoints = run_dir / "forward" / "checkpoints"
+    shutil.copytree(checkpoints / "step_0000000110", checkpoints / "step_0000000150")
+    with open(run_dir / "forward" / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 150, "orphan": 1.0}) + "\n")
+
+    out = io.StringIO()
+    console = Console(file=out, width=250)
+    second = train_forward_backward(fb_config(total_steps=220, resume=True, **options), console)
+    assert "resumed at step 110" in out.getvalue() and "fresh reset" in out.getvalue()
+    assert "demos" not in out.getvalue()  # the demo buffers came back, none collected again
+    assert second["env_steps"] == 220 and second["resets"]["start"] == 2
+    assert second["forward"]["env_steps"] + second["backward"]["env_steps"] == 220
+    assert json.loads((run_dir / "fb_state.json").read_text())["step"] == 220
+    appended = 0
+    for name in ("forward", "backward"):
+        steps, episodes, demos, metrics_before = saved[name]
+        assert second[name]["env_steps"] >= steps and second[name]["episodes"] >= episodes
+        checkpoint = run_dir / name / "checkpoints" / "step_0000000220"
+        # the replay went on from the saved one: every step of this direction is in it
+        replay = ReplayBuffer.load(checkpoint / "replay.npz")
+        assert len(replay) == second[name]["env_steps"]
+        assert len(ReplayBuffer.load(checkpoint / "demos.npz")) == demos
+        # the logs go on: the first run's lines kept, then only steps after the resume point
+        metrics = (run_dir / name / "metrics.jsonl").read_text().splitlines()
+        assert metrics[: len(metrics_before)] == metrics_before
+        after = [json.loads(line) for line in metrics[len(metrics_before) :]]
+        assert all(record["step"] > 110 and "orphan" not in record for record in after)
+        appended += len(after)
+        assert _steps(run_dir / name / "eval.jsonl") == [110, 220]
+    assert appended > 0 and not (checkpoints / "step_0000000150").exists()
+
+    # robot-rl eval reads a direction's checkpoints like train's
+    result = eval_command.run(eval_command.EvalConfig(checkpoint=str(checkpoints), episodes=1))
+    assert result == 0
+
+
+def test_resume_refuses_a_missing_checkpoint_and_another_config_clearly(tmp_path, capsys):
+    from process_helpers import run_cli
+
+    from robot_rl.commands.train_fb import run
+    from robot_rl.runtime.fb_checkpoint import STATE_FILE, config_json
+
+    run_dir = tmp_path / "run"
+    result = run_cli("train-fb", "--run-dir", str(run_dir), "--resume", timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no train-fb checkpoint in" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+    run_dir.mkdir()
+    state = {"step": 30, "config": config_json(fb_config(run_dir=str(run_dir)))}
+    (run_dir / STATE_FILE).write_text(json.dumps(state))
+    other = fb_config(
+        task="peg_insert",
+        backward_task="put_down_cube",
+        replay_capacity=500,
+        agent=TINY.replace(num_critics=4),
+        run_dir=str(run_dir),
+        resume=True,
+    )
+    capsys.readouterr()
+    assert run(other) == 2
+    out = capsys.readouterr().out
+    assert "trained with another configuration" in out
+    assert "task: checkpoint has 'pick_cube', this run has 'peg_insert'" in out
+    assert "replay_capacity: checkpoint has 100000, this run has 500" in out
+    assert "agent.num_critics: checkpoint has 2, this run has 4" in out
+    assert "backward_task" not in out  # the same backward task, named or by default
+
+    # a fresh run does not overwrite a resumable one
+    assert run(fb_config(run_dir=str(run_dir))) == 2
+    assert "pass --resume" in capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from robot_rl.agents.checkpoint import CheckpointError
 from robot_rl.runtime.train_loop import TrainConfig, train
 
 __all__ = ["TrainConfig", "run"]
@@ -13,7 +14,7 @@ def run(config: TrainConfig) -> int:
     console = Console(soft_wrap=True)
     try:
         summary = train(config, console=console)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, FileNotFoundError, CheckpointError) as err:
         console.print(f"[red]error:[/] {err}")
         return 2
     except KeyboardInterrupt:

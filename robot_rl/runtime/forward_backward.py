@@ -11,7 +11,8 @@ direction (a person would step in there); each kind is counted.
 Built from the single-process loop's pieces: ``SACAgent``, ``ReplayBuffer``, ``make_sampler``
 (RLPD's 50/50 demo mix), ``collect_demos``, ``evaluate`` and ``RunLogger``; each direction is
 evaluated from its own task's ordinary resets on a separate twin, so evaluation never disturbs
-the training scene.
+the training scene. Both directions are checkpointed as a pair at every evaluation and on Ctrl-C
+(``fb_checkpoint``), and ``resume`` continues from the last complete pair.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,15 +28,15 @@ import jax
 import numpy as np
 from rich.console import Console
 
-from robot_rl.agents.checkpoint import save_checkpoint
 from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.mixing import MixedSampler
 from robot_rl.data.replay import ReplayBuffer
+from robot_rl.runtime import fb_checkpoint
 from robot_rl.runtime.demos import applied_action, collect_demos
 from robot_rl.runtime.evaluation import episode_success, evaluate
 from robot_rl.runtime.run_dir import RunLogger
-from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
+from robot_rl.runtime.train_loop import make_sampler
 
 BACKWARD_TASKS = {"pick_cube": "put_down_cube"}
 """Forward task -> the task that undoes it."""
@@ -76,6 +78,9 @@ class ForwardBackwardConfig:
     run_dir: str | None = None
     """Where logs, curves and checkpoints go (forward/ and backward/ inside); default
     runs/<task>-fb-s<seed>-<time>."""
+    resume: bool = False
+    """Continue from the last complete checkpoint pair in run_dir (written at every evaluation
+    and on Ctrl-C); the scene starts from a fresh reset."""
     stop_at_success: float | None = None
     """Stop early once an evaluation of both directions reaches this success rate."""
     agent: AgentConfig = field(
@@ -109,6 +114,8 @@ class ForwardBackwardConfig:
             raise ValueError(f"stalled_episodes must be >= 2, got {self.stalled_episodes}")
         if self.backward_name == self.task:
             raise ValueError("the backward task must differ from the forward task")
+        if self.resume and self.run_dir is None:
+            raise ValueError("--resume needs --run-dir of the run to continue")
         self.agent.validate()
 
 
@@ -178,6 +185,7 @@ def make_direction(
     seed: int,
     log_dir=None,
     template: SACAgent | None = None,
+    resume: bool = False,
 ) -> Direction:
     """A direction with a fresh agent and empty buffers (the demo buffer is filled separately).
     With a ``template`` agent of the same spaces and config, the new agent shares its compiled
@@ -189,7 +197,8 @@ def make_direction(
     demo_capacity = min(cfg.replay_capacity, 100_000)
     demos = ReplayBuffer(env.observation_space, env.action_space, demo_capacity)
     env.action_space.seed(seed)
-    logger = None if log_dir is None else RunLogger(log_dir, config=dataclasses.asdict(cfg))
+    config = dataclasses.asdict(cfg)
+    logger = None if log_dir is None else RunLogger(log_dir, config=config, resume=resume)
     sampler = make_sampler(agent, replay, demos, cfg.demo_fraction)
     return Direction(name, env, eval_env, agent, replay, demos, sampler, logger)
 
@@ -199,16 +208,40 @@ def run_forward_backward(
     forward: Direction,
     backward: Direction,
     console: Console | None = None,
+    resume: dict | None = None,
+    checkpoint: Callable[[int, dict], None] | None = None,
 ) -> dict:
-    """The alternating loop. The two directions' envs must share one robot (backend)."""
+    """The alternating loop. The two directions' envs must share one robot (backend).
+
+    ``checkpoint(step, loop_state)`` is called after every evaluation and on Ctrl-C;
+    ``resume`` is such a loop state with its ``step``: the loop goes on from there, from a fresh
+    reset of the direction that was acting (the scene at the interruption is not restorable)."""
     console = console or Console(soft_wrap=True)
     rng = np.random.default_rng(cfg.seed)
     resets = {"start": 1, "failure": 0, "stalled": 0}
-    handovers, dry_streak = 0, 0
+    handovers, dry_streak, start = 0, 0, 0
     active = forward
-    obs, _ = forward.env.reset(seed=cfg.seed)
+    if resume is not None:
+        start, handovers, dry_streak = resume["step"], resume["handovers"], resume["dry_streak"]
+        resets = {**resume["resets"], "start": resume["resets"]["start"] + 1}
+        rng.bit_generator.state = resume["numpy_rng"]
+        active = backward if resume["active"] == backward.name else forward
+        console.print(
+            f"[bold]resumed[/] at step {start}: the scene starts from a fresh reset (its state "
+            f"at the interruption cannot be restored); the {active.name} policy goes on"
+        )
+    obs, _ = active.env.reset(seed=cfg.seed + start)
     episode_return, episode_length, succeeded = 0.0, 0, False
-    last_log_time, last_log_step = time.perf_counter(), 0
+    last_log_time, last_log_step = time.perf_counter(), start
+
+    def loop_state() -> dict:
+        return {
+            "numpy_rng": rng.bit_generator.state,
+            "active": active.name,
+            "dry_streak": dry_streak,
+            "resets": resets,
+            "handovers": handovers,
+        }
 
     def evaluate_both(step: int) -> None:
         for d in (forward, backward):
@@ -223,69 +256,77 @@ def run_forward_backward(
                 f"return {result.return_mean:.1f}"
             )
 
-    step = 0
-    for step in range(1, cfg.total_steps + 1):
-        d = active
-        action = d.act(obs, random=d.steps < cfg.start_steps)
-        next_obs, reward, terminated, truncated, info = d.env.step(action)
-        d.replay.add(obs, applied_action(info, action), reward, terminated, truncated, next_obs)
-        d.steps += 1
-        obs = next_obs
-        episode_return += reward
-        episode_length += 1
-        succeeded = succeeded or episode_success(info)
-        if d.steps >= cfg.start_steps and d.steps % cfg.update_every == 0:
-            d.update(rng, cfg.batch_size, cfg.utd_ratio * cfg.update_every)
+    step = start
+    try:
+        for step in range(start + 1, cfg.total_steps + 1):
+            d = active
+            action = d.act(obs, random=d.steps < cfg.start_steps)
+            next_obs, reward, terminated, truncated, info = d.env.step(action)
+            d.replay.add(obs, applied_action(info, action), reward, terminated, truncated, next_obs)
+            d.steps += 1
+            obs = next_obs
+            episode_return += reward
+            episode_length += 1
+            succeeded = succeeded or episode_success(info)
+            if d.steps >= cfg.start_steps and d.steps % cfg.update_every == 0:
+                d.update(rng, cfg.batch_size, cfg.utd_ratio * cfg.update_every)
 
-        if terminated or truncated:
-            d.episodes += 1
-            d.successes += int(succeeded)
-            d.recent.append(float(succeeded))
-            dry_streak = 0 if succeeded else dry_streak + 1
-            if d.logger is not None:
-                d.logger.scalars(
-                    step,
-                    {
-                        "charts/episode_return": episode_return,
-                        "charts/episode_length": episode_length,
-                        "charts/success": float(succeeded),
-                        "charts/resets": sum(resets.values()),
-                    },
+            if terminated or truncated:
+                d.episodes += 1
+                d.successes += int(succeeded)
+                d.recent.append(float(succeeded))
+                dry_streak = 0 if succeeded else dry_streak + 1
+                if d.logger is not None:
+                    d.logger.scalars(
+                        step,
+                        {
+                            "charts/episode_return": episode_return,
+                            "charts/episode_length": episode_length,
+                            "charts/success": float(succeeded),
+                            "charts/resets": sum(resets.values()),
+                        },
+                    )
+                if terminated and not succeeded:  # a real failure: the scene needs a reset
+                    resets["failure"] += 1
+                    active, dry_streak = forward, 0
+                    obs, _ = forward.env.reset()
+                elif dry_streak >= cfg.stalled_episodes:
+                    resets["stalled"] += 1
+                    active, dry_streak = forward, 0
+                    obs, _ = forward.env.reset()
+                else:  # hand the robot over as it is: no reset
+                    active = backward if d is forward else forward
+                    obs, _ = active.env.start_in_place()
+                    handovers += 1
+                episode_return, episode_length, succeeded = 0.0, 0, False
+
+            if step % cfg.eval_every == 0 or step == cfg.total_steps:
+                evaluate_both(step)
+                if checkpoint is not None:
+                    checkpoint(step, loop_state())
+            if step % cfg.log_every == 0:
+                rate = (step - last_log_step) / max(time.perf_counter() - last_log_time, 1e-9)
+                console.print(
+                    f"step {step}/{cfg.total_steps} | forward {forward.episodes} episodes, "
+                    f"success (last 20) {np.mean(forward.recent[-20:] or [0]):.0%} | backward "
+                    f"{backward.episodes}, {np.mean(backward.recent[-20:] or [0]):.0%} | resets "
+                    f"{resets['failure'] + resets['stalled']} after the start | "
+                    f"{rate:.0f} env steps/s"
                 )
-            if terminated and not succeeded:  # a real failure: the scene needs a reset
-                resets["failure"] += 1
-                active, dry_streak = forward, 0
-                obs, _ = forward.env.reset()
-            elif dry_streak >= cfg.stalled_episodes:
-                resets["stalled"] += 1
-                active, dry_streak = forward, 0
-                obs, _ = forward.env.reset()
-            else:  # hand the robot over as it is: no reset
-                active = backward if d is forward else forward
-                obs, _ = active.env.start_in_place()
-                handovers += 1
-            episode_return, episode_length, succeeded = 0.0, 0, False
-
-        if step % cfg.eval_every == 0 or step == cfg.total_steps:
-            evaluate_both(step)
-        if step % cfg.log_every == 0:
-            rate = (step - last_log_step) / max(time.perf_counter() - last_log_time, 1e-9)
-            console.print(
-                f"step {step}/{cfg.total_steps} | forward {forward.episodes} episodes, "
-                f"success (last 20) {np.mean(forward.recent[-20:] or [0]):.0%} | backward "
-                f"{backward.episodes}, {np.mean(backward.recent[-20:] or [0]):.0%} | resets "
-                f"{resets['failure'] + resets['stalled']} after the start | {rate:.0f} env steps/s"
-            )
-            last_log_time, last_log_step = time.perf_counter(), step
-        if (
-            cfg.stop_at_success is not None
-            and forward.last_eval is not None
-            and forward.last_eval["step"] == step
-            and min(forward.last_eval["success_rate"], backward.last_eval["success_rate"])
-            >= cfg.stop_at_success
-        ):
-            console.print("both directions reached the stop criterion: stopping early")
-            break
+                last_log_time, last_log_step = time.perf_counter(), step
+            if (
+                cfg.stop_at_success is not None
+                and forward.last_eval is not None
+                and forward.last_eval["step"] == step
+                and min(forward.last_eval["success_rate"], backward.last_eval["success_rate"])
+                >= cfg.stop_at_success
+            ):
+                console.print("both directions reached the stop criterion: stopping early")
+                break
+    except KeyboardInterrupt:
+        if checkpoint is not None:  # keep what both policies learned, every stored transition
+            checkpoint(forward.steps + backward.steps, loop_state())
+        raise
     return {
         "env_steps": step,
         "resets": resets,
@@ -300,22 +341,6 @@ def default_run_dir(cfg: ForwardBackwardConfig) -> Path:
     return Path("runs") / f"{cfg.task}-fb-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def save_direction(d: Direction, directory: Path, step: int, seed: int) -> None:
-    """A checkpoint `robot-rl eval --checkpoint <dir>` reads like one of `robot-rl train`'s."""
-    task = d.env.task
-    metadata = {
-        "episodes": d.episodes,
-        "task": task.name,
-        "backend": "twin",
-        "env_id": "",
-        "cameras": list(task.cameras),
-        "image_size": task.image_size,
-        "seed": seed,
-    }
-    writers = {REPLAY_FILE: d.replay.save, DEMO_FILE: d.demos.save}
-    save_checkpoint(directory, step, d.agent, extra_writers=writers, metadata=metadata)
-
-
 def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None = None) -> dict:
     """Forward-backward training on the twin; returns the summary (also run_dir/summary.json)."""
     from robot_rl.envs.robot_env import RobotEnv
@@ -324,16 +349,23 @@ def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None =
 
     cfg.validate()
     console = console or Console(soft_wrap=True)
+    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
+    state = fb_checkpoint.read_state(run_dir, cfg) if cfg.resume else None
+    if state is None and (run_dir / fb_checkpoint.STATE_FILE).is_file():
+        raise ValueError(
+            f"{run_dir} holds a train-fb checkpoint: pass --resume to continue that run, "
+            "or another --run-dir"
+        )
     forward_task, backward_task = make_task(cfg.task), make_task(cfg.backward_name)
     if forward_task.robot != backward_task.robot:
         raise ValueError(f"{cfg.task} and {cfg.backward_name} do not drive the same robot")
-    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
     forward_env = make_twin_env(forward_task, seed=cfg.seed)
     # one robot, two tasks: the backward env drives the forward env's twin
     backward_env = RobotEnv(backward_task, forward_env.backend)
     eval_envs = [make_twin_env(t, seed=cfg.seed + 10_000) for t in (forward_task, backward_task)]
+    resume = state is not None
     forward = make_direction(
-        "forward", forward_env, eval_envs[0], cfg, cfg.seed, run_dir / "forward"
+        "forward", forward_env, eval_envs[0], cfg, cfg.seed, run_dir / "forward", resume=resume
     )
     same_spaces = forward_env.observation_space == backward_env.observation_space
     same_spaces = same_spaces and forward_env.action_space == backward_env.action_space
@@ -345,14 +377,17 @@ def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None =
         cfg.seed + 1,
         run_dir / "backward",
         template=forward.agent if same_spaces else None,
+        resume=resume,
     )
     directions = [forward, backward]
+    if resume:
+        fb_checkpoint.restore_pair(run_dir, cfg, directions, state["step"])
     console.print(
         f"[bold]train-fb[/] {cfg.task} <-> {cfg.backward_name} on the twin for "
         f"{cfg.total_steps} steps -> {run_dir}"
     )
     for d, task in zip(directions, (forward_task, backward_task), strict=True):
-        if cfg.demos:
+        if cfg.demos and not resume:  # a resumed run has its demo buffers back
             demo_env = make_twin_env(task)
             counts = collect_demos(
                 demo_env, make_expert(task), d.demos, cfg.demos, seed=cfg.seed + 20_000
@@ -363,22 +398,27 @@ def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None =
                 f"{counts['transitions']} transitions"
             )
 
-    def save_and_close() -> None:
-        step = sum(d.steps for d in directions)
-        for d in directions:
-            save_direction(d, run_dir / d.name / "checkpoints", step, cfg.seed)
+    def close() -> None:
         forward_env.close()  # closes the shared twin; backward_env has nothing of its own
         for env in eval_envs:
             env.close()
 
+    def checkpoint(step: int, loop_state: dict) -> None:
+        fb_checkpoint.save_pair(run_dir, cfg, directions, step, loop_state)
+
     t0 = time.perf_counter()
     try:
-        summary = run_forward_backward(cfg, *directions, console=console)
+        summary = run_forward_backward(
+            cfg, *directions, console=console, resume=state, checkpoint=checkpoint
+        )
     except KeyboardInterrupt:
-        save_and_close()  # keep what both policies learned
-        console.print("[yellow]interrupted[/]: checkpoints written")
+        close()
+        console.print(
+            f"[yellow]interrupted[/] at step {forward.steps + backward.steps}: "
+            "checkpoints written, --resume goes on"
+        )
         raise
-    save_and_close()
+    close()
     summary = {"run_dir": str(run_dir), "wall_s": round(time.perf_counter() - t0, 1), **summary}
     for d in directions:
         if d.logger is not None:
