@@ -341,3 +341,55 @@ def test_a_fine_tune_lowers_the_threshold_to_keep_the_known_successes_passing(tm
     # the wrapper takes the re-set threshold with the fine-tuned classifier at its next step
     env.step([0, 0])
     assert env.threshold == tuned.config.threshold
+
+
+class AnswersLabeler:
+    """Answers from a list, in order: the operator's verdicts."""
+
+    def __init__(self, answers):
+        self.answers = iter(answers)
+
+    def label(self, env, obs):
+        return next(self.answers)
+
+
+def test_confirmed_successes_unlike_the_recorded_ones_keep_firing_after_fine_tunes():
+    from robot_rl.rewards.relabel import FalsePositiveRelabeler, RelabelConfig
+
+    # the recorded successes show the square top-left; the policy's successes show it top-right,
+    # which the classifier was never shown as a success
+    labels = synthetic_labels(np.random.default_rng(3))
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16)
+    classifier = fit(
+        RewardClassifier.create(config, seed=0),
+        labels,
+        FitConfig(steps=150, batch_size=32, learning_rate=3e-3),
+    )
+    rng = np.random.default_rng(5)
+    policy_successes = rng.integers(0, 80, (6, SIZE, SIZE, 3), dtype=np.uint8)
+    policy_successes[:, 2:10, 14:22] = 230
+    near_misses = rng.integers(0, 80, (6, SIZE, SIZE, 3), dtype=np.uint8)
+    near_misses[:, 14:22, 2:10] = 230  # bottom-left: not a success
+    frames = np.concatenate([policy_successes, near_misses])
+    answers = [True] * len(policy_successes) + [False] * len(near_misses)
+
+    relabel = RelabelConfig(update_every=len(frames), fine_tune_steps=150, learning_rate=3e-3)
+    relabeler = FalsePositiveRelabeler(classifier, labels, AnswersLabeler(answers), relabel)
+    for frame in frames:
+        relabeler.check(None, {}, frame)
+    assert relabeler.updates == 1 and relabeler.false_positives == len(near_misses)
+
+    # each labelled class is repeated up to hard_share of its class's frames
+    training = relabeler.training_set()
+    recorded_successes = int((labels.labels == 1).sum())
+    successes = int((training.labels == 1).sum())
+    confirmed_share = (successes - recorded_successes) / successes
+    assert confirmed_share == pytest.approx(relabel.hard_share, abs=0.05)
+
+    # the threshold passes keep_recall of the confirmed successes, not only of the recorded ones
+    tuned = relabeler.classifier
+    threshold = tuned.config.threshold
+    assert np.mean(tuned.probability(policy_successes) >= threshold) >= relabel.keep_recall
+    recorded = labels.images[labels.labels == 1]
+    assert np.mean(tuned.probability(recorded) >= threshold) >= relabel.keep_recall
+    assert relabel.min_threshold <= threshold <= classifier.config.threshold
