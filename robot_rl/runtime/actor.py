@@ -177,6 +177,11 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
                     console, outbox, client, policy, episodes, recent_success, rate,
                     recent_intervention,
                 )  # fmt: skip
+        # the final figures, also when the run was shorter than one --log-every
+        _progress(
+            console, outbox, client, updater.policy, episodes, recent_success, rate,
+            recent_intervention,
+        )  # fmt: skip
         if outbox.backlog:
             console.print(
                 f"waiting up to {cfg.flush_timeout:.0f} s for the learner to acknowledge "
