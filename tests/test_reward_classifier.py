@@ -29,6 +29,18 @@ def synthetic_labels(rng, episodes=12, frames=10) -> LabelSet:
     return LabelSet(images, labels, np.repeat(np.arange(episodes), frames), {"camera": "front"})
 
 
+def square_classifier() -> tuple[LabelSet, ClassifierConfig, RewardClassifier]:
+    """The synthetic labels and a classifier trained on them to find the top-left square."""
+    labels = synthetic_labels(np.random.default_rng(3))
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16)
+    classifier = fit(
+        RewardClassifier.create(config, seed=0),
+        labels,
+        FitConfig(steps=150, batch_size=32, learning_rate=3e-3),
+    )
+    return labels, config, classifier
+
+
 def test_balanced_batches_are_half_success_even_when_success_is_rare():
     rng = np.random.default_rng(0)
     labels = np.zeros(1_000, np.uint8)
@@ -264,13 +276,7 @@ def test_false_positives_pay_nothing_become_negatives_and_stop_firing_after_a_fi
 
     # a classifier trained to find the top-left square; the policy's trick: that square on a
     # red-tinted frame, which no labelled frame showed and which it scores as success
-    labels = synthetic_labels(np.random.default_rng(3))
-    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16)
-    classifier = fit(
-        RewardClassifier.create(config, seed=0),
-        labels,
-        FitConfig(steps=150, batch_size=32, learning_rate=3e-3),
-    )
+    labels, config, classifier = square_classifier()
     fakes = np.random.default_rng(4).integers(0, 80, (12, SIZE, SIZE, 3), dtype=np.uint8)
     fakes[:, 2:10, 2:10] = 230
     fakes[..., 0] = 200
@@ -313,13 +319,7 @@ def test_a_fine_tune_lowers_the_threshold_to_keep_the_known_successes_passing(tm
 
     from robot_rl.rewards.relabel import FalsePositiveRelabeler, RelabelConfig
 
-    labels = synthetic_labels(np.random.default_rng(3))
-    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16)
-    trained = fit(
-        RewardClassifier.create(config, seed=0),
-        labels,
-        FitConfig(steps=150, batch_size=32, learning_rate=3e-3),
-    )
+    labels, _, trained = square_classifier()
     # a threshold so high that most recorded successes fall below it
     strict = dataclasses.replace(trained.config, threshold=0.9999)
     classifier = RewardClassifier(strict, trained.trunk_variables, trained.head_params)
@@ -358,13 +358,7 @@ def test_confirmed_successes_unlike_the_recorded_ones_keep_firing_after_fine_tun
 
     # the recorded successes show the square top-left; the policy's successes show it top-right,
     # which the classifier was never shown as a success
-    labels = synthetic_labels(np.random.default_rng(3))
-    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16)
-    classifier = fit(
-        RewardClassifier.create(config, seed=0),
-        labels,
-        FitConfig(steps=150, batch_size=32, learning_rate=3e-3),
-    )
+    labels, _, classifier = square_classifier()
     rng = np.random.default_rng(5)
     policy_successes = rng.integers(0, 80, (6, SIZE, SIZE, 3), dtype=np.uint8)
     policy_successes[:, 2:10, 14:22] = 230

@@ -129,6 +129,13 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     recent_success: list[float] = []
     recent_intervention: list[float] | None = [] if cfg.interventions != "off" else None
     last_log = time.monotonic()
+
+    def show_progress() -> None:
+        _progress(
+            console, outbox, client, updater.policy, episodes, recent_success, rate,
+            recent_intervention,
+        )  # fmt: skip
+
     try:
         while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
             if client.refused_reason and not client.connected:
@@ -173,15 +180,8 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
             rate.sleep()
             if time.monotonic() - last_log >= cfg.log_every:
                 last_log = time.monotonic()
-                _progress(
-                    console, outbox, client, policy, episodes, recent_success, rate,
-                    recent_intervention,
-                )  # fmt: skip
-        # the final figures, also when the run was shorter than one --log-every
-        _progress(
-            console, outbox, client, updater.policy, episodes, recent_success, rate,
-            recent_intervention,
-        )  # fmt: skip
+                show_progress()
+        show_progress()  # the final figures, also when the run was shorter than one --log-every
         if outbox.backlog:
             console.print(
                 f"waiting up to {cfg.flush_timeout:.0f} s for the learner to acknowledge "
