@@ -198,6 +198,35 @@ def test_training_config_wraps_the_twin_with_the_classifier(tmp_path):
         TrainConfig(relabel_false_positives=True, total_steps=1, demos=0, start_steps=0).validate()
 
 
+def test_a_training_run_asks_the_labeler_and_fine_tunes_every_relabel_every_frames(tmp_path):
+    pytest.importorskip("mujoco")
+    from rich.console import Console
+
+    from robot_rl.rewards.relabel import CLASSIFIER_DIR, RELABELLED_FILE
+    from robot_rl.runtime.train_loop import TrainConfig, train
+
+    labels = save_labels(tmp_path / "labels.npz", synthetic_labels(np.random.default_rng(0)))
+    # so low a threshold that the untrained head fires on every frame, while the twin's ground
+    # truth (the labeler) says no: three random steps from a reset never lift the cube
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=8, threshold=1e-6)
+    untrained = RewardClassifier.create(config)
+    clf = save_classifier(tmp_path / "clf", untrained, {"labels": str(labels)})
+    common = dict(task="pick_cube", reward_classifier=str(clf), total_steps=3, start_steps=3,
+                  demos=0, eval_episodes=1)  # fmt: skip
+    cfg = TrainConfig(**common, relabel_false_positives=True, relabel_every=3,
+                      run_dir=str(tmp_path / "run"))  # fmt: skip
+    summary = train(cfg, console=Console(quiet=True))
+    counts = {"labeler_queries": 3, "false_positives": 3, "classifier_updates": 1}
+    assert summary["reward_relabel"] == counts
+    assert load_labels(tmp_path / "run" / RELABELLED_FILE).labels.tolist() == [0, 0, 0]
+    tuned = load_classifier(tmp_path / "run" / CLASSIFIER_DIR)
+    assert tuned.config.threshold >= 0.5  # re-set, never below RelabelConfig.min_threshold
+    with pytest.raises(ValueError, match=">= 1"):
+        TrainConfig(**common, relabel_false_positives=True, relabel_every=0).validate()
+    with pytest.raises(ValueError, match="needs --relabel-false-positives"):
+        TrainConfig(**common, relabel_every=3).validate()
+
+
 def test_record_labels_then_train_reward_from_the_command_line(tmp_path):
     pytest.importorskip("mujoco")
     from robot_rl.cli import main

@@ -71,6 +71,9 @@ class TrainConfig:
     """With --reward-classifier: every time it fires, a labeler (on the twin, the task's ground
     truth in the operator's place) confirms; a false success pays 0, the episode goes on and the
     classifier is fine-tuned on the frame (HIL-SERL). Its fine-tunes go to run_dir."""
+    relabel_every: int | None = None
+    """With --relabel-false-positives: labelled frames between fine-tunes of the classifier;
+    default: robot_rl.rewards.relabel.RelabelConfig's (50)."""
     demo_fraction: float = 0.5
     """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
     seed: int = 0
@@ -135,6 +138,11 @@ class TrainConfig:
             raise ValueError(f"reward_consecutive must be >= 1, got {self.reward_consecutive}")
         if self.relabel_false_positives and not self.reward_classifier:
             raise ValueError("--relabel-false-positives needs --reward-classifier")
+        if self.relabel_every is not None:
+            if not self.relabel_false_positives:
+                raise ValueError("--relabel-every needs --relabel-false-positives")
+            if self.relabel_every < 1:
+                raise ValueError(f"relabel_every must be >= 1, got {self.relabel_every}")
         if self.resume and self.run_dir is None:
             raise ValueError("--resume needs --run-dir of the run to continue")
         self.agent.validate()
@@ -235,10 +243,15 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     relabeler = None
     if cfg.relabel_false_positives:
         from robot_rl.rewards.labelers import GroundTruthLabeler
-        from robot_rl.rewards.relabel import attach_relabeler
+        from robot_rl.rewards.relabel import RelabelConfig, attach_relabeler
 
+        relabel = RelabelConfig()
+        if cfg.relabel_every is not None:
+            relabel = dataclasses.replace(relabel, update_every=cfg.relabel_every)
         # the twin's ground truth answers in the operator's place (a key press on a robot)
-        relabeler = attach_relabeler(env, GroundTruthLabeler(), run_dir, log=console.print)
+        relabeler = attach_relabeler(
+            env, GroundTruthLabeler(), run_dir, config=relabel, log=console.print
+        )
     if cfg.demo_path and len(demo_buffer) == 0:
         from robot_rl.data.mcap_demos import load_demos
 
