@@ -245,9 +245,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         from robot_rl.rewards.labelers import GroundTruthLabeler
         from robot_rl.rewards.relabel import RelabelConfig, attach_relabeler
 
-        relabel = RelabelConfig()
-        if cfg.relabel_every is not None:
-            relabel = dataclasses.replace(relabel, update_every=cfg.relabel_every)
+        every = cfg.relabel_every
+        relabel = None if every is None else RelabelConfig(update_every=every)  # None: defaults
         # the twin's ground truth answers in the operator's place (a key press on a robot)
         relabeler = attach_relabeler(
             env, GroundTruthLabeler(), run_dir, config=relabel, log=console.print
