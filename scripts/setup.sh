@@ -5,7 +5,7 @@
 #   . scripts/setup.sh         the same, then keep the environment (venv on PATH, MUJOCO_GL, ...)
 #
 # Installs: the Debian run-time libraries (EGL/Mesa for headless MuJoCo, libusb for RealSense)
-# when root, a virtualenv (.venv, or $ROBOT_RL_VENV) and `pip install -e '.[dev,sim,torch,ros]'`,
+# when root, a virtualenv (.venv, or $ROBOT_RL_VENV) and `pip install -e '.[dev,sim,torch,ros,hardware]'`,
 # repeated only when pyproject.toml or this file change (a stamp inside the venv).
 # Strict mode when run; a shell that sources this file keeps its own options.
 [[ "${BASH_SOURCE[0]}" != "$0" ]] || set -euo pipefail
@@ -66,7 +66,7 @@ _robot_rl_install() (
             echo "setup: installing Python packages (first run, a few minutes)"
         fi
         log="$ROBOT_RL_VENV/.robot-rl-setup.log"
-        if ! (cd "$ROBOT_RL_ROOT" && "$py" -m pip install --progress-bar off -e '.[dev,sim,torch,ros]') \
+        if ! (cd "$ROBOT_RL_ROOT" && "$py" -m pip install --progress-bar off -e '.[dev,sim,torch,ros,hardware]') \
             >"$log" 2>&1; then
             tail -n 40 "$log" >&2
             echo "setup: pip install failed; full log: $log" >&2

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from robot_rl.drivers.keyboard_teleop import KeyboardState
+from robot_rl.drivers.teleop.keyboard import KeyboardState
 
 
 def test_keys_move_for_their_hold_time_and_opposites_cancel():
@@ -52,7 +52,7 @@ def test_node_through_a_pty_reaches_the_teleop_source():
     lflag_before = termios.tcgetattr(slave)[3]
     # the child inherits this run's ROS_DOMAIN_ID and localhost discovery (conftest.py)
     child = subprocess.Popen(
-        [sys.executable, "-m", "robot_rl.drivers.keyboard_teleop"],
+        [sys.executable, "-m", "robot_rl.drivers.teleop.keyboard"],
         stdin=slave,
         stdout=slave,
         stderr=subprocess.PIPE,
@@ -105,7 +105,7 @@ def test_node_through_a_pty_reaches_the_teleop_source():
 def test_node_without_a_terminal_says_so():
     pytest.importorskip("rclpy")
     result = subprocess.run(
-        [sys.executable, "-m", "robot_rl.drivers.keyboard_teleop"],
+        [sys.executable, "-m", "robot_rl.drivers.teleop.keyboard"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

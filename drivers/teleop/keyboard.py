@@ -1,7 +1,7 @@
 """Keyboard teleop for a terminal: publishes ``/teleop/twist`` and ``/teleop/joy`` (the
 teleop contract that ``robot_rl.ros.teleop.RosTeleopSource`` reads).
 
-    python -m robot_rl.drivers.keyboard_teleop [--ros-args -p rate_hz:=20.0 ...]
+    python -m robot_rl.drivers.teleop.keyboard [--ros-args -p rate_hz:=20.0 ...]
 
 Keys: w/s +x/-x, a/d +y/-y, r/f +z/-z, c close the gripper, o open it, space toggles
 "intervening" (the hold-to-intervene button), q or Ctrl-C quits.
