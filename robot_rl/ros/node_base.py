@@ -15,16 +15,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
+
+
+T = TypeVar("T")
 
 
 class ParameterError(ValueError):
@@ -80,6 +84,17 @@ def declare_params(node: Node, params: Sequence[Param]) -> dict[str, Any]:
             )
         values[param.name] = value
     return values
+
+
+def declare_config(node: Node, config_class: type[T]) -> T:
+    """Declare each field of a driver's config dataclass (``robot_rl.drivers.config.param``) as
+    a parameter of ``node`` and return the validated config."""
+    params = []
+    for f in dataclasses.fields(config_class):
+        check, requirement = f.metadata.get("check") or (None, "")
+        params.append(Param(f.name, f.default, f.metadata.get("description", ""), check,
+                            requirement))
+    return config_class(**declare_params(node, params))
 
 
 class DeviceNode(LifecycleNode):
