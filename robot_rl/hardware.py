@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROBOT_KINDS = ("arm", "car")
+from robot_rl.robot_kinds import ROBOT_KINDS
+
 NODE_ROLES = ("driver", "camera", "teleop")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NAMESPACE = re.compile(r"^(/[A-Za-z][A-Za-z0-9_]*)+$")

@@ -19,15 +19,9 @@ if "MUJOCO_GL" not in os.environ and not (
 
 
 def make_twin_backend(task, seed: int | None = None):
-    if task.robot == "arm":
-        from robot_rl.sim.arm_twin import make_arm_twin
+    from robot_rl.robot_kinds import resolve, robot_kind
 
-        return make_arm_twin(task, seed=seed)
-    if task.robot == "car":
-        from robot_rl.sim.car_twin import make_car_twin
-
-        return make_car_twin(task, seed=seed)
-    raise ValueError(f"no twin for robot kind {task.robot!r}")
+    return resolve(robot_kind(task.robot).twin_factory)(task, seed=seed)
 
 
 def make_twin_env(task, seed: int | None = None):

@@ -306,6 +306,11 @@ class ArmTwin:
             self._renderer = None
 
 
+def arm_twin_model(task) -> mujoco.MjModel:
+    """The MuJoCo model of ``task``'s scene (what the camera twins render)."""
+    return mujoco.MjModel.from_xml_string(build_scene(task.name).xml)
+
+
 def make_arm_twin(task, seed: int | None = None) -> ArmTwin:
     """The twin for ``task``: its scene, its control rate, only its cameras rendered.
 

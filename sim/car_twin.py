@@ -157,6 +157,11 @@ class CarTwin:
         return d.ncon > 0 and bool(self._is_wall[d.contact.geom[: d.ncon]].any())
 
 
+def car_twin_model(task) -> mujoco.MjModel:
+    """The car's MuJoCo model (the track is the same for every car task)."""
+    return mujoco.MjModel.from_xml_path(str(MODEL_XML))
+
+
 def make_car_twin(task, seed: int | None = None) -> CarTwin:
     """The twin for a car task: its cameras at its image size, advancing at its control rate."""
     return CarTwin(

@@ -10,6 +10,7 @@ import numpy as np
 
 from robot_rl.envs.backend import Backend, StaleReadingError
 from robot_rl.envs.task import Task
+from robot_rl.robot_kinds import robot_kind
 
 logger = logging.getLogger(__name__)
 
@@ -31,10 +32,9 @@ class RobotEnv(gym.Env):
     metadata: ClassVar[dict] = {"render_modes": ["rgb_array"]}
 
     def __init__(self, task: Task, backend: Backend):
-        if task.robot == "arm" and not hasattr(backend, "move_to"):
-            raise TypeError(f"task {task.name!r} needs an arm backend, got {type(backend)}")
-        if task.robot == "car" and not hasattr(backend, "place_car"):
-            raise TypeError(f"task {task.name!r} needs a car backend, got {type(backend)}")
+        if not hasattr(backend, robot_kind(task.robot).backend_method):
+            raise TypeError(f"task {task.name!r} needs a {task.robot} backend, got "
+                            f"{type(backend)}")
         self.task = task
         self.backend = backend
         self.observation_space = task.observation_space()

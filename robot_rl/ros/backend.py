@@ -27,6 +27,7 @@ from std_msgs.msg import Bool, Float64
 from std_srvs.srv import SetBool, Trigger
 
 from robot_rl.envs.backend import Command, Reading, StaleReadingError
+from robot_rl.robot_kinds import resolve, robot_kind
 from robot_rl.ros import convert
 from robot_rl.ros.config import RosBackendConfig
 from robot_rl.ros.qos import command_qos, sensor_qos
@@ -395,8 +396,4 @@ def _privileged_objects(task) -> tuple[str, ...]:
 
 
 def make_ros_backend(task, config: RosBackendConfig | None = None) -> RosRobotBackend:
-    if task.robot == "arm":
-        return RosArmBackend(task, config)
-    if task.robot == "car":
-        return RosCarBackend(task, config)
-    raise ValueError(f"no ROS backend for robot kind {task.robot!r}")
+    return resolve(robot_kind(task.robot).ros_backend)(task, config)

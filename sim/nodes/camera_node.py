@@ -24,18 +24,11 @@ from robot_rl.sim.nodes.twin_driver import SIM_STATE_TOPIC
 
 def twin_model(task_name: str):
     """The MuJoCo model the physics node of ``task_name`` simulates."""
-    import mujoco
-
     from robot_rl.envs.task import make_task
+    from robot_rl.robot_kinds import resolve, robot_kind
 
     task = make_task(task_name)
-    if task.robot == "arm":
-        from robot_rl.sim.arm_scenes import build_scene
-
-        return mujoco.MjModel.from_xml_string(build_scene(task.name).xml)
-    from robot_rl.sim.car_twin import MODEL_XML
-
-    return mujoco.MjModel.from_xml_path(str(MODEL_XML))
+    return resolve(robot_kind(task.robot).twin_model)(task)
 
 
 def _positive_int(name: str, default: int, description: str) -> Param:
