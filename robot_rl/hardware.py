@@ -38,6 +38,8 @@ class DriverNode:
     """For role 'camera': the observation name it serves (``front``, ``wrist``)."""
     parameters: dict[str, Any] = field(default_factory=dict)
     respawn: bool = False
+    device_type: str | None = None
+    """Its entry in ``robot_rl.drivers.registry`` (None for an executable it does not know)."""
 
 
 @dataclass(frozen=True)
@@ -136,19 +138,23 @@ def parse_hardware(data: Any, path: str = "<hardware>") -> Hardware:
 def _node(where: _Where, raw: Any, index: int) -> DriverNode:
     key = f"nodes[{index}]"
     raw = where.mapping(raw, key)
-    unknown = set(raw) - {"name", "executable", "namespace", "role", "camera", "parameters",
-                          "respawn"}
+    unknown = set(raw) - {"name", "type", "executable", "namespace", "role", "camera",
+                          "parameters", "respawn"}
     if unknown:
         where.fail(key, f"unknown keys {sorted(unknown)}")
-    name, executable = raw.get("name"), raw.get("executable")
+    name = raw.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         where.fail(f"{key}.name", f"must be a ROS node name, got {name!r}")
+    device = _device_type(where, raw, key)
+    executable = raw.get("executable", device.executable if device else None)
     if not isinstance(executable, str) or not _EXECUTABLE.match(executable):
-        where.fail(f"{key}.executable", f"must be an executable name, got {executable!r}")
+        where.fail(f"{key}.executable", f"must be an executable name, got {executable!r} (or "
+                   "give the device's `type`)")
     namespace = raw.get("namespace", "/")
     if namespace != "/":
         where.namespace(namespace, f"{key}.namespace")
-    role = raw.get("role", "driver")
+    default_role = _ROLE_OF_KIND.get(device.kind, "driver") if device else "driver"
+    role = raw.get("role", default_role)
     if role not in NODE_ROLES:
         where.fail(f"{key}.role", f"must be one of {', '.join(NODE_ROLES)}, got {role!r}")
     camera = raw.get("camera")
@@ -159,11 +165,48 @@ def _node(where: _Where, raw: Any, index: int) -> DriverNode:
     for pname, value in parameters.items():
         if not isinstance(value, (bool, int, float, str, list)):
             where.fail(f"{key}.parameters.{pname}", f"unsupported value {value!r}")
+    if device is not None:
+        _check_parameter_names(where, device, parameters, key)
     respawn = raw.get("respawn", role == "camera")
     if not isinstance(respawn, bool):
         where.fail(f"{key}.respawn", f"must be true or false, got {respawn!r}")
     return DriverNode(name=name, executable=executable, namespace=namespace, role=role,
-                      camera=camera, parameters=dict(parameters), respawn=respawn)
+                      camera=camera, parameters=dict(parameters), respawn=respawn,
+                      device_type=device.name if device else None)
+
+
+_ROLE_OF_KIND = {"arm": "driver", "car": "driver", "camera": "camera", "teleop": "teleop"}
+
+
+def _device_type(where: _Where, raw: dict, key: str):
+    """The registry entry named by ``type`` (or the one whose console script ``executable``
+    names); None for an executable the registry does not know."""
+    from robot_rl.drivers.registry import DEVICES, by_executable
+
+    if "type" in raw:
+        device = DEVICES.get(raw["type"])
+        if device is None:
+            where.fail(f"{key}.type", f"unknown device type {raw['type']!r}; known: "
+                       f"{', '.join(sorted(DEVICES))}")
+        if "executable" in raw and raw["executable"] != device.executable:
+            where.fail(f"{key}.executable", f"type {device.name!r} runs {device.executable}, "
+                       f"not {raw['executable']!r}")
+        return device
+    executable = raw.get("executable")
+    return by_executable(executable) if isinstance(executable, str) else None
+
+
+def _check_parameter_names(where: _Where, device, parameters: dict, key: str) -> None:
+    """Unknown parameter names are refused here rather than ignored by the node. Skipped where
+    the driver's libraries are not installed (the file can still be written and checked)."""
+    try:
+        known = device.parameter_names()
+    except (ImportError, AttributeError):
+        return
+    unknown = sorted(set(parameters) - set(known) - {"use_sim_time", "autostart"})
+    if unknown:
+        where.fail(f"{key}.parameters", f"{device.name} has no parameters {unknown}; it has "
+                   f"{', '.join(known)}")
 
 
 class _Where:

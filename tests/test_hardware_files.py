@@ -1,0 +1,63 @@
+"""Hardware files name their devices by registry type: the console script and role follow from
+it, and a parameter the driver does not have is refused at load time, not ignored by the node."""
+
+from __future__ import annotations
+
+import pytest
+
+from robot_rl.drivers.registry import DEVICES
+from robot_rl.hardware import HardwareError, parse_hardware
+
+
+def _file(*nodes):
+    return {"robot": {"kind": "arm", "namespace": "/arm"}, "nodes": list(nodes)}
+
+
+ARM = {"name": "arm_driver", "type": "franka", "namespace": "/arm"}
+
+
+def test_a_device_type_gives_the_executable_and_the_role():
+    camera = {"name": "front", "type": "realsense", "camera": "front", "namespace": "/front"}
+    teleop = {"name": "mouse", "type": "spacemouse", "namespace": "/teleop"}
+    hardware = parse_hardware(_file(ARM, camera, teleop), "cell.yaml")
+    arm, cam, mouse = hardware.nodes
+    assert (arm.executable, arm.role, arm.device_type) == ("robot-rl-franka", "driver", "franka")
+    assert (cam.executable, cam.role) == ("robot-rl-realsense", "camera")
+    assert (mouse.executable, mouse.role) == ("robot-rl-spacemouse", "teleop")
+    assert hardware.cameras == {"front": "/front"}
+
+
+def test_an_executable_the_registry_knows_is_typed_too():
+    hardware = parse_hardware(
+        _file({"name": "arm_driver", "executable": "robot-rl-franka", "namespace": "/arm"}))
+    assert hardware.nodes[0].device_type == "franka"
+
+
+@pytest.mark.parametrize("node, key, words", [
+    ({**ARM, "type": "kuka"}, r"nodes\[0\].type", "unknown device type 'kuka'"),
+    ({**ARM, "executable": "robot-rl-camera"}, r"nodes\[0\].executable", "runs robot-rl-franka"),
+])  # fmt: skip
+def test_a_wrong_type_is_refused_naming_the_key(node, key, words):
+    with pytest.raises(HardwareError, match=rf"cell.yaml: {key}: .*{words}"):
+        parse_hardware(_file(node), "cell.yaml")
+
+
+@pytest.mark.parametrize("name", sorted(DEVICES))
+def test_every_registered_device_has_a_config_and_a_node(name):
+    pytest.importorskip("rclpy")
+    device = DEVICES[name]
+    module = device.load()
+    assert device.parameter_names(), f"{name}: CONFIG has no fields"
+    assert isinstance(module.NODE, type) and callable(module.main)
+
+
+def test_a_parameter_the_driver_does_not_have_is_refused():
+    pytest.importorskip("rclpy")
+    try:
+        DEVICES["franka"].parameter_names()
+    except (ImportError, AttributeError):
+        pytest.skip("the franka driver's libraries are not installed")
+    node = {**ARM, "parameters": {"robot_ip": "127.0.0.1", "stifness": 10.0}}
+    with pytest.raises(HardwareError, match=r"nodes\[0\].parameters: franka has no parameters "
+                                            r"\['stifness'\]"):
+        parse_hardware(_file(node), "cell.yaml")
