@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import jax
 import numpy as np
 from rich.console import Console
 
@@ -342,6 +343,10 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
                 t0 = time.perf_counter()
                 batch = sampler.sample(rng, cfg.batch_size, num_minibatches=n)
                 agent, update_info = agent.update(batch, utd_ratio=n)
+                # JAX dispatches asynchronously: time the update once it has finished (free,
+                # as the next action needs the new parameters anyway), or the printed rate
+                # counts dispatches.
+                update_info = jax.block_until_ready(update_info)
                 updates += n
                 update_time += time.perf_counter() - t0
                 if (step + 1) % cfg.log_every == 0:
