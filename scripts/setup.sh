@@ -6,14 +6,20 @@
 #
 # Installs: the Debian run-time libraries (EGL/Mesa for headless MuJoCo, libusb for RealSense)
 # when root, a virtualenv (.venv, or $ROBOT_RL_VENV) and `pip install -e '.[dev,sim,torch,ros,hardware]'`,
-# repeated only when pyproject.toml or this file change (a stamp inside the venv).
+# then the ROS 2 launch tooling (launch, launch_ros, the ros2 CLI: wheels from
+# ../shared/wheels/ros2-launch, or $ROBOT_RL_LAUNCH_WHEELS, plus osrf-pycommon from PyPI),
+# repeated only when pyproject.toml, this file or those wheels change (a stamp inside the venv).
+# Every run also keeps robot_rl in the venv's ament index: the venv is the ROS 2 prefix
+# (AMENT_PREFIX_PATH) under which `ros2 launch robot_rl <file>` finds share/robot_rl/launch,
+# linked to this checkout so that edits count at once (an editable install has no share/ files).
 # Strict mode when run; a shell that sources this file keeps its own options.
 [[ "${BASH_SOURCE[0]}" != "$0" ]] || set -euo pipefail
 
 ROBOT_RL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ROBOT_RL_VENV="${ROBOT_RL_VENV:-$ROBOT_RL_ROOT/.venv}"
 case "$ROBOT_RL_VENV" in /*) ;; *) ROBOT_RL_VENV="$PWD/$ROBOT_RL_VENV" ;; esac
-export ROBOT_RL_ROOT ROBOT_RL_VENV
+ROBOT_RL_LAUNCH_WHEELS="${ROBOT_RL_LAUNCH_WHEELS:-$ROBOT_RL_ROOT/../shared/wheels/ros2-launch}"
+export ROBOT_RL_ROOT ROBOT_RL_VENV ROBOT_RL_LAUNCH_WHEELS
 
 # The install steps run in a subshell so that a caller who sources this file keeps its own shell
 # options; a failure is still returned as this file's status.
@@ -52,7 +58,14 @@ _robot_rl_install() (
         python3 -m venv "$ROBOT_RL_VENV"
     fi
     stamp_file="$ROBOT_RL_VENV/.robot-rl-setup-stamp"
-    stamp="$(cat "$ROBOT_RL_ROOT/pyproject.toml" "$ROBOT_RL_ROOT/scripts/setup.sh" | sha256sum | cut -d' ' -f1)"
+    launch_wheels=()
+    if [ -d "$ROBOT_RL_LAUNCH_WHEELS" ]; then
+        launch_wheels=("$ROBOT_RL_LAUNCH_WHEELS"/*.whl)
+        [ -e "${launch_wheels[0]}" ] || launch_wheels=()
+    fi
+    stamp="$( (cat "$ROBOT_RL_ROOT/pyproject.toml" "$ROBOT_RL_ROOT/scripts/setup.sh"
+               [ "${#launch_wheels[@]}" -eq 0 ] || basename -a "${launch_wheels[@]}") |
+             sha256sum | cut -d' ' -f1)"
     if [ "$(cat "$stamp_file" 2>/dev/null || true)" != "$stamp" ]; then
         if [ ! -e "$ROBOT_RL_VENV/.robot-rl-pip-upgraded" ]; then
             echo "setup: upgrading pip"
@@ -72,8 +85,49 @@ _robot_rl_install() (
             echo "setup: pip install failed; full log: $log" >&2
             exit 1
         fi
+        # launch, launch_ros and ros2cli are not on PyPI: wheels built unchanged from their
+        # sources (see the README beside them); their other dependencies come with the ros extra
+        if [ "${#launch_wheels[@]}" -gt 0 ]; then
+            if ! "$py" -m pip install --progress-bar off --no-deps "${launch_wheels[@]}" \
+                osrf-pycommon==2.0.2 >>"$log" 2>&1; then
+                tail -n 40 "$log" >&2
+                echo "setup: installing the ROS 2 launch wheels failed; full log: $log" >&2
+                exit 1
+            fi
+        else
+            echo "setup: no ROS 2 launch wheels in $ROBOT_RL_LAUNCH_WHEELS; ros2 launch and its" \
+                "tests are unavailable" >&2
+        fi
         echo "$stamp" >"$stamp_file"
         echo "setup: done"
+    fi
+
+    # The ament index entry and share/robot_rl files that a wheel install puts under the prefix
+    # (pyproject.toml's data-files); an editable install puts none, so link each file to this
+    # checkout. Files, not folders: ros2 launch looks for launch files with os.walk, which does
+    # not enter a linked folder. Links to files that are gone are removed.
+    share="$ROBOT_RL_VENV/share"
+    index="$share/ament_index/resource_index/packages"
+    indexed=1
+    [ -e "$index/robot_rl" ] || indexed=0
+    mkdir -p "$index"
+    cp "$ROBOT_RL_ROOT/resource/robot_rl" "$index/robot_rl"
+    _link() { [ "$(readlink "$2" 2>/dev/null || true)" = "$1" ] || ln -sfn "$1" "$2"; }
+    _link "$ROBOT_RL_ROOT/package.xml" "$share/robot_rl/package.xml"
+    for pattern in "launch/*.py" "hardware/*.yaml"; do
+        folder="$share/robot_rl/${pattern%%/*}"
+        [ ! -L "$folder" ] || rm "$folder"
+        mkdir -p "$folder"
+        for link in "$folder"/*; do
+            [ ! -L "$link" ] || [ -e "$link" ] || rm "$link"
+        done
+        for file in "$ROBOT_RL_ROOT"/$pattern; do
+            [ ! -e "$file" ] || _link "$file" "$folder/$(basename "$file")"
+        done
+    done
+    if [ "$indexed" = 0 ]; then
+        echo "setup: ROS 2 prefix: $ROBOT_RL_VENV (AMENT_PREFIX_PATH; sourcing this file sets" \
+            "it), so \`ros2 launch robot_rl <file>\` finds this checkout's launch files"
     fi
 )
 
@@ -92,6 +146,11 @@ esac
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(($$ % 101 + 1))}"
 export PYTHONUNBUFFERED=1
+# the venv is the ROS 2 prefix that holds robot_rl's ament index entry and share/ files
+case ":${AMENT_PREFIX_PATH:-}:" in
+    *":$ROBOT_RL_VENV:"*) ;;
+    *) export AMENT_PREFIX_PATH="$ROBOT_RL_VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}" ;;
+esac
 case ":$PATH:" in
     *":$ROBOT_RL_VENV/bin:"*) ;;
     *) export PATH="$ROBOT_RL_VENV/bin:$PATH" ;;
