@@ -1,0 +1,179 @@
+"""3Dconnexion SpaceMouse teleop node over raw HID (hidapi; no 3Dconnexion driver, no
+pyspacemouse): publishes ``/teleop/twist`` and ``/teleop/joy`` for the actor's intervention.
+
+    robot-rl-spacemouse [--ros-args -p device_path:=/dev/hidraw3 -p deadband:=0.1 ...]
+
+The report layout is in ``hid_spacemouse``; deadband, scaling and buttons in
+``teleop_mapping``; lifecycle, unplugging and diagnostics in ``teleop_node``.
+
+The default ``twist_axes`` give SERL's SpaceMouse convention (its expert sends pyspacemouse's
+``[-y, x, z, -roll, -pitch, -yaw]``; in raw HID axes that is ``[ty, tx, -tz, ry, rx, -rz]``),
+for an operator who faces the robot's base across the table. A SpaceMouse Compact or Wireless
+has two buttons: by default the left (0) closes the gripper and the right (1) opens it, and there is
+no intervene button: the actor's intervention ``mode="motion"`` hands control to the operator
+while the cap is deflected. On a keyed model, set ``intervene_button`` to a key's bit index.
+
+Linux: the user needs read access to the device's ``/dev/hidraw*`` (a udev rule such as
+``KERNEL=="hidraw*", ATTRS{idVendor}=="256f", MODE="0660", GROUP="plugdev"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from robot_rl.drivers.config import length, param, positive
+from robot_rl.drivers.teleop.hid_spacemouse import (
+    AXES,
+    FULL_SCALE,
+    SpaceMouseReports,
+    spacemouse_model,
+)
+from robot_rl.drivers.teleop.teleop_mapping import TeleopFrame, TeleopMapper, parse_axis
+from robot_rl.drivers.teleop.teleop_node import (
+    DeviceMissing,
+    TeleopConfig,
+    TeleopNode,
+    checked,
+)
+from robot_rl.ros.node_base import main_for
+
+REPORT_SIZE = 64
+"""Bytes asked of hidapi per read: more than any SpaceMouse report (13 at most)."""
+_button_index = (lambda v: v >= -1, "must be a button index >= 0, or -1 for none")
+
+
+@dataclass(frozen=True)
+class SpaceMouseConfig(TeleopConfig):
+    device_path: str = param("", "hidraw path of the SpaceMouse ('' = the first one found; "
+                             "robot-rl doctor lists them)")
+    full_scale: float = param(FULL_SCALE, "raw counts of full deflection (larger ones clip)",
+                              positive)
+    twist_axes: tuple = param(
+        ["ty", "tx", "-tz", "ry", "rx", "-rz"],
+        "raw HID axis (tx, ty, tz, rx, ry, rz; '-' negates; 'none') for linear x, y, z, angular "
+        "x, y, z", length(6))
+    intervene_button: int = param(-1, "button index held to intervene (-1: none; the actor's "
+                                  "motion mode takes over on deflection)", _button_index)
+    close_button: int = param(0, "button index that closes the gripper (-1: none)",
+                              _button_index)
+    open_button: int = param(1, "button index that opens the gripper (-1: none)", _button_index)
+
+
+def _axis(name: str) -> str:
+    if name not in AXES:
+        raise ValueError(f"unknown SpaceMouse axis {name!r}; choose from {', '.join(AXES)}")
+    return name
+
+
+def _button(index: int) -> int | None:
+    return None if index < 0 else index
+
+
+def discover() -> list[dict]:
+    """The SpaceMice this machine's HID layer lists (``hid.enumerate()``), one dict each; opening
+    one may still need a udev rule. Raises ``ModuleNotFoundError`` without hidapi."""
+    import hid
+
+    found, seen = [], set()
+    for entry in hid.enumerate():
+        model = spacemouse_model(entry)
+        path = entry.get("path", b"")
+        path = path.decode(errors="replace") if isinstance(path, bytes) else str(path)
+        if model is None or path in seen:
+            continue
+        seen.add(path)
+        found.append({
+            "kind": "spacemouse",
+            "model": model,
+            "path": path,
+            "vendor_id": f"0x{entry.get('vendor_id', 0):04x}",
+            "product_id": f"0x{entry.get('product_id', 0):04x}",
+            "product": entry.get("product_string") or "",
+            "manufacturer": entry.get("manufacturer_string") or "",
+            "serial": entry.get("serial_number") or "",
+            "interface": entry.get("interface_number", -1),
+        })
+    return found
+
+
+class HidSpaceMouse:
+    """hidapi's device, non-blocking: ``read`` gives one report or ``b""``; hidapi raises
+    ``OSError`` once the device is unplugged."""
+
+    def __init__(self, path: str, model: str):
+        import hid
+
+        self._device = hid.device()
+        self._device.open_path(path.encode())
+        self._device.set_nonblocking(1)
+        self.description = f"{model} at {path}"
+
+    def read(self) -> bytes:
+        return bytes(self._device.read(REPORT_SIZE))
+
+    def close(self) -> None:
+        self._device.close()
+
+
+def open_spacemouse(config: SpaceMouseConfig) -> HidSpaceMouse:
+    devices = discover()
+    if config.device_path:
+        match = [d for d in devices if d["path"] == config.device_path]
+        model = match[0]["model"] if match else "HID device"
+        path = config.device_path
+    elif devices:
+        model, path = devices[0]["model"], devices[0]["path"]
+    else:
+        raise DeviceMissing(
+            "no SpaceMouse found: no 3Dconnexion (0x256f) or known Logitech-era (0x046d) "
+            "SpaceMouse among this machine's HID devices; plug it in (robot-rl doctor lists "
+            "what is visible)")
+    try:
+        return HidSpaceMouse(path, model)
+    except OSError as error:
+        raise DeviceMissing(
+            f"cannot open the SpaceMouse ({model}) at {path}: {error}; is it plugged in, and "
+            "may this user read it (udev rule for /dev/hidraw*)?") from None
+
+
+class SpaceMouseNode(TeleopNode):
+    config_class = SpaceMouseConfig
+    device_label = "SpaceMouse"
+
+    def __init__(self, opener=None, **kwargs):
+        super().__init__("spacemouse", opener, **kwargs)
+
+    def build_mapper(self, config: SpaceMouseConfig) -> TeleopMapper:
+        axes = checked("twist_axes", config.twist_axes,
+                       lambda specs: [parse_axis(spec, _axis) for spec in specs])
+        return TeleopMapper(
+            axes, config.deadband, config.translation_scale, config.rotation_scale,
+            intervene=_button(config.intervene_button), close=_button(config.close_button),
+            open_=_button(config.open_button), intervene_toggle=config.intervene_toggle)
+
+    def open_default(self, config: SpaceMouseConfig) -> HidSpaceMouse:
+        return open_spacemouse(config)
+
+    def new_parser(self, device) -> None:
+        self.parser = SpaceMouseReports()
+
+    def feed(self, data: bytes) -> None:
+        self.parser.feed(data)
+
+    def current(self) -> TeleopFrame:
+        state = self.parser.state
+        return self.mapper.frame(state.normalised(self.config.full_scale), state.buttons)
+
+    def parser_counters(self) -> dict[str, str]:
+        parser = getattr(self, "parser", None)
+        if parser is None:
+            return {}
+        return {"reports": str(parser.reports), "malformed": str(parser.malformed)}
+
+
+CONFIG = SpaceMouseConfig
+NODE = SpaceMouseNode
+main = main_for(SpaceMouseNode)
+
+if __name__ == "__main__":
+    main()

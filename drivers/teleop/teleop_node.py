@@ -1,0 +1,247 @@
+"""What the SpaceMouse and gamepad nodes share: a lifecycle node that drains a byte device into
+a parser at ``rate_hz``, publishes ``/teleop/twist`` and ``/teleop/joy`` (the contract of
+``robot_rl.ros.teleop``: reliable, depth 1, twist entries in [-1, 1], Joy buttons intervene,
+close, open), survives unplugging, and reports on ``/diagnostics``.
+
+Lifecycle: configure opens the device (a missing device fails configure with one line naming
+it); activate starts publishing; deactivate publishes one released frame and stops; cleanup
+closes the device. While active, a read that fails (hidapi raises on unplug, evdev returns
+ENODEV) publishes the released frame at once and from then on (no motion, intervention off),
+turns diagnostics to ERROR, and the node tries to open the device again every
+``reconnect_interval`` until it is back.
+
+A device is anything with ``read() -> bytes`` (``b""`` when nothing is waiting; raises
+``OSError`` when the device is gone) and ``close()``: hidapi's device or an evdev file in
+production, a replay of recorded bytes in the tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import TwistStamped
+from sensor_msgs.msg import Joy
+
+from robot_rl.drivers.config import non_negative, one_of, param, positive
+from robot_rl.drivers.teleop.teleop_mapping import RELEASED, TeleopFrame, TeleopMapper
+from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, teleop_qos
+from robot_rl.ros.teleop import JOY_TOPIC, TWIST_TOPIC
+
+MAX_READS_PER_TICK = 256
+"""Reports drained per tick at most (a device sends ~60-1000/s; this bounds one callback)."""
+
+
+def checked(name: str, value, convert: Callable[[Any], Any]):
+    """``convert(value)``, its ``ValueError`` naming the parameter (for ``build_mapper``)."""
+    try:
+        return convert(value)
+    except ValueError as error:
+        raise ValueError(f"parameter {name!r} = {value!r}: {error}") from None
+
+
+class ByteDevice(Protocol):
+    description: str
+    """What diagnostics name as the hardware (path, model)."""
+
+    def read(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class DeviceMissing(RuntimeError):
+    """The configured device is not there (or cannot be opened): one line, no traceback."""
+
+
+@dataclass(frozen=True)
+class TeleopConfig:
+    """Parameters every teleop node has; each device's config adds its own."""
+
+    rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz); keep "
+                           "it above 1 / the teleop source's staleness bound", positive)
+    deadband: float = param(0.05, "per-axis deadband, a fraction of full deflection in [0, 1)",
+                            (lambda v: 0.0 <= v < 1.0, "must lie in [0, 1)"))
+    translation_scale: float = param(1.0, "multiplies linear x, y, z (1: full deflection is "
+                                     "the task's largest step)", non_negative)
+    rotation_scale: float = param(1.0, "multiplies angular x, y, z", non_negative)
+    intervene_toggle: bool = param(False, "the intervene button toggles intervention instead "
+                                   "of holding it")
+    frame_id: str = param("base", "frame of the twist: 'base' or 'tool'", one_of("base", "tool"))
+    reconnect_interval: float = param(1.0, "seconds between attempts to reopen a lost device",
+                                      positive)
+    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
+
+
+class TeleopNode(DeviceNode):
+    """Subclasses set ``config_class`` and implement ``build_mapper``, ``open_default`` and
+    ``new_parser``/``feed``/``current``."""
+
+    config_class: type = TeleopConfig
+    device_label = "teleop device"
+
+    def __init__(self, name: str, opener: Callable[[Any], ByteDevice] | None = None, **kwargs):
+        super().__init__(name, **kwargs)
+        self.config = declare_config(self, self.config_class)
+        try:
+            self.mapper = self.build_mapper(self.config)
+        except ValueError as error:
+            raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+        self._opener = opener or self.open_default
+        self.device: ByteDevice | None = None
+        self.problem = "not configured"
+        self.reconnects = 0
+        self._ever_opened = False
+        self._next_attempt = 0.0
+        self._last_frame = RELEASED
+        self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
+        self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self.create_timer(1.0 / self.config.rate_hz, self._tick)
+        self.create_timer(1.0 / self.config.diagnostics_hz, self.publish_diagnostics)
+
+    # -- what a device module provides ----------------------------------------------------------
+    def build_mapper(self, config) -> TeleopMapper:
+        raise NotImplementedError
+
+    def open_default(self, config) -> ByteDevice:
+        """Open the real device named by ``config``; raise ``DeviceMissing`` if it is not there."""
+        raise NotImplementedError
+
+    def new_parser(self, device: ByteDevice) -> None:
+        """Start a fresh parser for a just-opened device."""
+        raise NotImplementedError
+
+    def feed(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def current(self) -> TeleopFrame:
+        """The mapped frame of the parser's current state."""
+        raise NotImplementedError
+
+    def parser_counters(self) -> dict[str, str]:
+        return {}
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def open_device(self) -> None:
+        self._connect()
+
+    def enable_motion(self) -> None:
+        self.mapper.reset()
+        if self.device is not None:
+            self._drain()  # reports queued while inactive describe the past
+
+    def safe_stop(self) -> None:
+        self.mapper.reset()
+        self._publish(RELEASED)
+
+    def close_device(self) -> None:
+        self._close("closed")
+
+    # -- device --------------------------------------------------------------------------------
+    def _connect(self) -> None:
+        try:
+            device = self._opener(self.config)
+        except DeviceMissing:
+            raise
+        except Exception as error:  # a library's own error: say which device, in one line
+            raise DeviceMissing(f"cannot open the {self.device_label}: {error}") from None
+        try:
+            self.new_parser(device)
+        except Exception as error:
+            device.close()
+            raise DeviceMissing(f"cannot read the {self.device_label}'s state: {error}") \
+                from None
+        self.device = device
+        self.mapper.reset()
+        if self._ever_opened:
+            self.reconnects += 1
+            self.get_logger().info(f"{self.device_label} back: {device.description}")
+        self._ever_opened = True
+        self.problem = ""
+        self.publish_diagnostics()
+
+    def _close(self, why: str) -> None:
+        device, self.device = self.device, None
+        if device is not None:
+            # closing a device that is already gone may fail; it is gone either way
+            with contextlib.suppress(Exception):
+                device.close()
+        self.problem = why
+
+    def _lost(self, error: Exception) -> None:
+        self._close(f"{self.device_label} lost ({error}); retrying every "
+                    f"{self.config.reconnect_interval:g} s")
+        self.get_logger().warning(self.problem)
+        self.mapper.reset()
+        self._publish(RELEASED)
+        self._next_attempt = time.monotonic() + self.config.reconnect_interval
+        self.publish_diagnostics()
+
+    def _drain(self) -> None:
+        for _ in range(MAX_READS_PER_TICK):
+            data = self.device.read()
+            if not data:
+                break
+            self.feed(data)
+
+    def _tick(self) -> None:
+        if not self.motion_enabled:
+            return
+        if self.device is None and time.monotonic() >= self._next_attempt:
+            try:
+                self._connect()
+            except DeviceMissing as error:
+                self.problem = f"{error}; retrying every {self.config.reconnect_interval:g} s"
+                self._next_attempt = time.monotonic() + self.config.reconnect_interval
+        frame = RELEASED
+        if self.device is not None:
+            try:
+                self._drain()
+                frame = self.current()
+            except (OSError, ValueError) as error:  # hidapi: OSError / ValueError once closed
+                self._lost(error)
+                frame = RELEASED
+        self._publish(frame)
+
+    # -- output -------------------------------------------------------------------------------
+    def _publish(self, frame: TeleopFrame) -> None:
+        stamp = self.get_clock().now().to_msg()
+        twist = TwistStamped()
+        twist.header.stamp, twist.header.frame_id = stamp, self.config.frame_id
+        t = twist.twist
+        (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z) = frame.twist
+        joy = Joy()
+        joy.header.stamp, joy.header.frame_id = stamp, self.config.frame_id
+        joy.axes = [float(v) for v in frame.twist]
+        joy.buttons = list(frame.buttons)
+        self._twist_pub.publish(twist)
+        self._joy_pub.publish(joy)
+        self._last_frame = frame
+
+    def publish_diagnostics(self) -> None:
+        if self.device is None:
+            level, message = DiagnosticStatus.ERROR, self.problem or "no device"
+        elif not self.motion_enabled:
+            level, message = DiagnosticStatus.WARN, "device open, not publishing (inactive)"
+        else:
+            level, message = DiagnosticStatus.OK, "publishing"
+        values = {
+            "connected": str(self.device is not None),
+            "active": str(self.motion_enabled),
+            "reconnects": str(self.reconnects),
+            "intervene": str(bool(self._last_frame.buttons[0])),
+            **self.parser_counters(),
+        }
+        status = DiagnosticStatus(
+            level=level, name=self.get_fully_qualified_name(), message=message,
+            hardware_id=self.device.description if self.device is not None else "",
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diag_pub.publish(array)
