@@ -1,1 +1,2 @@
-"""Teleop driver nodes: one node per file, each a config dataclass plus a node, registered by name."""
+"""Teleop driver nodes: one node per file, each a config dataclass plus a node, registered by
+name."""

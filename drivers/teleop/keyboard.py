@@ -24,6 +24,8 @@ import tty
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from robot_rl.drivers.config import one_of, param, positive
+
 MOTION_KEYS = {
     "w": (0, +1.0),
     "s": (0, -1.0),
@@ -113,46 +115,66 @@ class RawTerminal:
         return data.decode(errors="ignore")
 
 
-def _make_node(context):
-    """The ROS side: parameters, the two publishers, and a function that publishes a frame."""
-    import rclpy
+@dataclass(frozen=True)
+class KeyboardConfig:
+    """The keyboard node's parameters (``robot_rl.drivers.config``)."""
+
+    rate_hz: float = param(20.0, "publishing rate (Hz); keep it above 1 / the source's "
+                           "staleness bound", positive)
+    speed: float = param(1.0, "deflection of a motion key, in (0, 1] of the task's largest step",
+                         (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"))
+    key_hold_s: float = param(0.5, "a key counts as held this long after its last press (s)",
+                              positive)
+    frame_id: str = param("base", "frame of the twist: 'base' or 'tool'", one_of("base", "tool"))
+
+
+def _node_class():
+    """The node class, built on first use so that importing this module needs no ROS 2."""
+    global _NODE_CLASS
+    if _NODE_CLASS is not None:
+        return _NODE_CLASS
     from geometry_msgs.msg import TwistStamped
-    from rcl_interfaces.msg import ParameterDescriptor
+    from rclpy.node import Node
     from sensor_msgs.msg import Joy
 
+    from robot_rl.ros.node_base import declare_config
     from robot_rl.ros.qos import teleop_qos
     from robot_rl.ros.teleop import JOY_TOPIC, TWIST_TOPIC
 
-    node = rclpy.create_node("keyboard_teleop", context=context)
-    params = {
-        "rate_hz": (20.0, "publishing rate (Hz); keep it above 1 / the source's staleness bound"),
-        "speed": (1.0, "deflection of a motion key, in (0, 1] of the task's largest step"),
-        "key_hold_s": (0.5, "a key counts as held this long after its last press (s)"),
-        "frame_id": ("base", "frame of the twist: 'base' or 'tool'"),
-    }
-    values = {
-        name: node.declare_parameter(name, default, ParameterDescriptor(description=text)).value
-        for name, (default, text) in params.items()
-    }
-    if values["rate_hz"] <= 0:
-        raise ValueError(f"rate_hz must be > 0, got {values['rate_hz']}")
-    if values["frame_id"] not in ("base", "tool"):
-        raise ValueError(f"frame_id must be 'base' or 'tool', got {values['frame_id']!r}")
-    twist_pub = node.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
-    joy_pub = node.create_publisher(Joy, JOY_TOPIC, teleop_qos())
+    class KeyboardTeleopNode(Node):
+        """Parameters and the two teleop publishers; the terminal loop lives in ``main``."""
 
-    def publish(out: TeleopOutput) -> None:
-        stamp = node.get_clock().now().to_msg()
-        twist = TwistStamped()
-        twist.header.stamp, twist.header.frame_id = stamp, values["frame_id"]
-        twist.twist.linear.x, twist.twist.linear.y, twist.twist.linear.z = out.linear
-        joy = Joy()
-        joy.header.stamp = stamp
-        joy.buttons = list(out.buttons)
-        twist_pub.publish(twist)
-        joy_pub.publish(joy)
+        def __init__(self, **kwargs):
+            super().__init__("keyboard_teleop", **kwargs)
+            self.config = declare_config(self, KeyboardConfig)
+            self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
+            self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
 
-    return node, values, publish
+        def publish(self, out: TeleopOutput) -> None:
+            stamp = self.get_clock().now().to_msg()
+            twist = TwistStamped()
+            twist.header.stamp, twist.header.frame_id = stamp, self.config.frame_id
+            twist.twist.linear.x, twist.twist.linear.y, twist.twist.linear.z = out.linear
+            joy = Joy()
+            joy.header.stamp = stamp
+            joy.buttons = list(out.buttons)
+            self._twist_pub.publish(twist)
+            self._joy_pub.publish(joy)
+
+    _NODE_CLASS = KeyboardTeleopNode
+    return _NODE_CLASS
+
+
+_NODE_CLASS = None
+
+
+def __getattr__(name: str):
+    if name == "NODE":  # the registry's node class, without importing ROS 2 before it is asked
+        return _node_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+CONFIG = KeyboardConfig
 
 
 def main(args: Sequence[str] | None = None) -> int:
@@ -164,13 +186,14 @@ def main(args: Sequence[str] | None = None) -> int:
     node = None
     try:
         try:
-            node, values, publish = _make_node(context)
-            state = KeyboardState(values["speed"], values["key_hold_s"])
+            node = _node_class()(context=context)
+            publish = node.publish
+            state = KeyboardState(node.config.speed, node.config.key_hold_s)
             terminal = RawTerminal(sys.stdin.fileno())
         except (ValueError, RuntimeError) as err:
             print(f"keyboard_teleop: {err}", file=sys.stderr)
             return 2
-        period = 1.0 / values["rate_hz"]
+        period = 1.0 / node.config.rate_hz
         with terminal:
             # raw mode: a bare \n would not return the carriage
             sys.stdout.write(HELP + "\r\n")
