@@ -75,6 +75,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "TrainRewardConfig",
         "the reward classifier: frozen image trunk + trained head, held-out accuracy",
     ),
+    "convert-encoder": (
+        "robot_rl.commands.convert_encoder",
+        "ConvertEncoderConfig",
+        "SERL/HIL-SERL's pickled ResNet-10 to safetensors (never runs pickled code)",
+    ),
 }
 
 PROG = "robot-rl"

@@ -42,9 +42,14 @@ class AgentConfig:
     """Upper bound of the actor's log standard deviation."""
 
     encoder: str = "conv"
-    """Image trunk for camera observations: 'conv' (small DrQ net) or 'resnet10'."""
+    """Image trunk for camera observations: 'conv' (small DrQ net), 'resnet10' (torchvision
+    layout) or 'serl_resnet10' (SERL / HIL-SERL's GroupNorm ResNet-10)."""
     encoder_frozen: bool = False
     """Freeze the trunk (pretrained): it gets no gradient and its features can be cached."""
+    encoder_weights: str | None = None
+    """Pretrained weights for the frozen trunk: a torch state dict (.pt/.pth, torchvision names,
+    for 'resnet10') or a .safetensors file (`robot-rl convert-encoder` writes SERL's). Read
+    when a run starts; checkpoints keep the trunk itself and record the file's SHA-256."""
     pooling: str = "flatten"
     """Head pooling of the trunk's feature map: 'flatten', 'spatial_learned' or 'avg'."""
     num_spatial_features: int = 8
@@ -87,6 +92,9 @@ class AgentConfig:
             )
         if self.drq_pad < 0:
             raise ValueError(f"drq_pad must be >= 0, got {self.drq_pad}")
+        if self.encoder_weights and not self.encoder_frozen:
+            raise ValueError("--agent.encoder-weights loads a frozen trunk: add "
+                             "--agent.encoder-frozen")
 
 
 def rlpd_config(**overrides) -> AgentConfig:

@@ -7,11 +7,18 @@ import flax.linen as nn
 from robot_rl.agents.encoders.conv import ConvTrunk
 from robot_rl.agents.encoders.pooling import POOLINGS, EncoderHead, SpatialLearnedEmbeddings
 from robot_rl.agents.encoders.resnet import ResNet10Trunk
+from robot_rl.agents.encoders.serl_resnet import SerlResNet10Trunk
 
 # The weight importer lives in ``torch_import`` and is not imported here: it is only needed
 # when a pretrained file is loaded, and it keeps torch out of ``import robot_rl``.
 
-TRUNKS: dict[str, type[nn.Module]] = {"conv": ConvTrunk, "resnet10": ResNet10Trunk}
+TRUNKS: dict[str, type[nn.Module]] = {
+    "conv": ConvTrunk,
+    "resnet10": ResNet10Trunk,
+    "serl_resnet10": SerlResNet10Trunk,
+}
+"""``--agent.encoder`` names: 'resnet10' is torchvision's layout (BatchNorm), 'serl_resnet10'
+SERL / HIL-SERL's (GroupNorm; ``robot-rl convert-encoder`` reads their pickled parameters)."""
 
 
 def make_trunk(name: str, **kwargs) -> nn.Module:
@@ -29,6 +36,7 @@ __all__ = [
     "ConvTrunk",
     "EncoderHead",
     "ResNet10Trunk",
+    "SerlResNet10Trunk",
     "SpatialLearnedEmbeddings",
     "make_trunk",
 ]
