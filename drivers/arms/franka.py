@@ -1,0 +1,293 @@
+"""Franka FR3/Panda arm driver: the arm's topic contract (DESIGN.md) over libfranka, so the
+actor's ROS backend cannot tell it from the arm twin.
+
+    robot-rl-franka --ros-args -r __ns:=/arm -p robot_ip:=172.16.0.2
+
+Publishes (sensor-data QoS, ``state_hz``): ``joint_states`` (joint1..joint7: position,
+velocity, measured torque), ``ee_pose`` and ``ee_twist`` (frame ``base``), ``ee_wrench`` (the
+external wrench estimate, frame ``flange``), ``gripper/joint_states`` (one joint, ``gripper``:
+0 open .. 1 closed); ``/diagnostics`` at ``diagnostics_hz``. Subscribes ``cmd/ee_pose`` and
+``cmd/gripper`` (reliable, depth 1). Services: ``reset`` (Trigger: to ``reset_pose``),
+``estop`` (SetBool), ``clear_error`` (Trigger: automatic error recovery after a reflex).
+
+Library: franky (``franky-control``) rather than pylibfranka. franky wraps the same libfranka
+(0.21.2, bundled in its wheel) and adds what this node needs and pylibfranka leaves to the
+caller: asynchronous motions that a newer target takes over seamlessly (Ruckig keeps the
+commanded trajectory smooth, as the robot demands), a background 1 kHz loop so Python never has
+to meet the real-time deadline, and ``recover_from_errors``. It speaks franky-sim's protocol
+version (10) as installed, so the tests run the real client against a real protocol peer.
+
+Safety, in order: a command is refused (and never reaches libfranka) when it is unstamped,
+older than ``command_max_age``, stamped in the future, non-finite, in another frame, or has a
+malformed quaternion (``franka_safety``); a valid target is clipped into the node's
+``workspace_min``/``workspace_max`` box and limited to ``max_step_translation`` /
+``max_step_rotation`` from the measured pose; the watchdog stops the arm when no valid command
+arrived for ``watchdog_timeout``; ``estop`` stops at once (libfranka's stop) and refuses motion
+until released; a reflex or motion error latches a fault until ``clear_error``. Motion runs
+under the robot's Cartesian impedance controller (``cartesian_impedance``), so the arm yields to
+contact. Lifecycle: configure connects (one clear line when the robot does not answer),
+activate starts the controller holding the current pose, deactivate stops the arm, cleanup
+disconnects.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+from std_srvs.srv import SetBool, Trigger
+
+from robot_rl.drivers.arms.franka_link import ArmState, FrankaLink
+from robot_rl.drivers.arms.franka_safety import (
+    Workspace,
+    gripper_command_reason,
+    pose_command_reason,
+)
+from robot_rl.drivers.config import length, param, positive
+from robot_rl.ros.convert import (
+    array_to_twist_stamped,
+    array_to_wrench_stamped,
+    from_stamp,
+    header,
+    joint_state_msg,
+    msg_to_pose,
+    pose_to_msg,
+)
+from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
+
+ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
+GRIPPER_JOINT = "gripper"
+BASE_FRAME = "base"
+FLANGE_FRAME = "flange"
+
+unit_interval = (lambda v: 0.0 < v < 1.0, "must lie in (0, 1)")
+at_least_100 = (lambda v: v >= 100.0, "must be >= 100 (the topic contract's minimum rate)")
+
+
+@dataclass(frozen=True)
+class FrankaConfig:
+    robot_ip: str = param("172.16.0.2", "address of the robot's control box (FCI)")
+    gripper: bool = param(True, "connect to the Franka Hand and serve cmd/gripper")
+    connect_timeout: float = param(5.0, "configure fails when the robot has not answered "
+                                   "within this many seconds", positive)
+    reconnect_period: float = param(1.0, "seconds between reconnection attempts after the "
+                                    "connection is lost", positive)
+    state_hz: float = param(200.0, "rate of the state topics (Hz)", at_least_100)
+    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
+    command_max_age: float = param(0.2, "refuse a command whose stamp is older than this (s)",
+                                   positive)
+    watchdog_timeout: float = param(0.3, "stop the arm when no valid pose command arrived "
+                                    "within this many seconds", positive)
+    workspace_min: tuple = param([0.25, -0.4, 0.05], "lower corner of the box the target stays "
+                                "in (base frame, m)", length(3))
+    workspace_max: tuple = param([0.8, 0.4, 0.7], "upper corner of the box the target stays in "
+                                "(base frame, m)", length(3))
+    max_step_translation: float = param(0.03, "a command moves the target at most this far "
+                                        "from the measured TCP position (m)", positive)
+    max_step_rotation: float = param(0.2, "a command turns the target at most this far from "
+                                     "the measured TCP orientation (rad)", positive)
+    relative_dynamics_factor: float = param(0.15, "fraction of the Franka's velocity, "
+                                            "acceleration and jerk limits motions may use",
+                                            (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"))
+    cartesian_impedance: tuple = param([2000.0, 2000.0, 2000.0, 150.0, 150.0, 150.0],
+                                      "stiffness of the robot's Cartesian impedance controller "
+                                      "(x, y, z in N/m: 10..3000; roll, pitch, yaw in Nm/rad: "
+                                      "1..300)", length(6))
+    torque_threshold: float = param(20.0, "collision reflex threshold on joint torques (Nm)",
+                                    positive)
+    force_threshold: float = param(30.0, "collision reflex threshold on the Cartesian force "
+                                   "(N)", positive)
+    reset_pose: tuple = param([0.55, 0.0, 0.5, 0.0, 1.0, 0.0, 0.0], "pose the reset service "
+                             "moves to: x, y, z (m), quaternion w, x, y, z", length(7))
+    reset_timeout: float = param(15.0, "the reset service fails when the pose is not reached "
+                                 "within this many seconds", positive)
+    gripper_threshold: float = param(0.5, "cmd/gripper at or above this closes the hand "
+                                     "(grasp), below opens it", unit_interval)
+    gripper_speed: float = param(0.1, "finger speed (m/s)", positive)
+    gripper_force: float = param(40.0, "grasping force (N)", positive)
+
+
+class FrankaDriver(DeviceNode):
+    """See the module docstring."""
+
+    def __init__(self, **kwargs):
+        super().__init__("franka", **kwargs)
+        self.config = declare_config(self, FrankaConfig)
+        try:
+            Workspace(tuple(self.config.workspace_min), tuple(self.config.workspace_max))
+        except ValueError as error:
+            raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+        self.link: FrankaLink | None = None
+        self.refused = 0
+        self.clipped = 0
+        self.last_refusal = ""
+        self._ros_ready = False
+
+    # -- lifecycle hooks ---------------------------------------------------------------------
+    def open_device(self) -> None:
+        if not self._ros_ready:
+            self._make_ros_interfaces()
+        self.link = FrankaLink(self.config, self._publish_state, self._log)
+        self.link.connect()  # raises ConnectError with one line
+        self.link.start()
+        self.get_logger().info(f"connected to the Franka at {self.config.robot_ip}")
+
+    def enable_motion(self) -> None:
+        self.link.enable(True)
+        state = self.link.last_state
+        if state is not None and not self.link.estopped and not self.link.fault:
+            self.link.command_pose(state.tcp_pos, state.tcp_quat)  # hold here, controller on
+
+    def safe_stop(self) -> None:
+        if self.link is not None:
+            self.link.enable(False)
+
+    def close_device(self) -> None:
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+
+    def _make_ros_interfaces(self) -> None:
+        qos = sensor_qos()
+        self._pubs = {
+            "joint_states": self.create_publisher(JointState, "joint_states", qos),
+            "ee_pose": self.create_publisher(PoseStamped, "ee_pose", qos),
+            "ee_twist": self.create_publisher(TwistStamped, "ee_twist", qos),
+            "ee_wrench": self.create_publisher(WrenchStamped, "ee_wrench", qos),
+            "gripper": self.create_publisher(JointState, "gripper/joint_states", qos),
+        }
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
+                                               DIAGNOSTICS_DEPTH)
+        self.create_subscription(PoseStamped, "cmd/ee_pose", self._on_pose, command_qos())
+        self.create_subscription(Float64, "cmd/gripper", self._on_gripper, command_qos())
+        self.create_service(Trigger, "reset", self._on_reset)
+        self.create_service(SetBool, "estop", self._on_estop)
+        self.create_service(Trigger, "clear_error", self._on_clear_error)
+        self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
+        self._ros_ready = True
+
+    # -- state (called from the link's thread) -------------------------------------------------
+    def _publish_state(self, s: ArmState) -> None:
+        pubs = self._pubs
+        pubs["joint_states"].publish(joint_state_msg(
+            ARM_JOINTS, s.joint_pos, s.joint_vel, s.joint_effort, stamp=s.stamp))
+        pubs["ee_pose"].publish(pose_to_msg(s.tcp_pos, s.tcp_quat, s.stamp, BASE_FRAME))
+        pubs["ee_twist"].publish(array_to_twist_stamped(s.tcp_vel, s.stamp, BASE_FRAME))
+        pubs["ee_wrench"].publish(array_to_wrench_stamped(s.wrench, s.stamp, FLANGE_FRAME))
+        if s.gripper is not None:
+            pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [s.gripper],
+                                                    stamp=s.stamp))
+
+    def _log(self, level: str, message: str) -> None:
+        getattr(self.get_logger(), level)(message)
+
+    # -- commands ------------------------------------------------------------------------------
+    def _refuse(self, reason: str) -> None:
+        self.refused += 1
+        self.last_refusal = reason
+        self.get_logger().warning(f"command refused: {reason}", throttle_duration_sec=1.0)
+
+    def _ready_for(self, what: str) -> bool:
+        link = self.link
+        if link is None or not self.motion_enabled:
+            self._refuse(f"{what}: the node is not active")
+        elif link.estopped:
+            self._refuse(f"{what}: e-stop engaged")
+        elif link.fault:
+            self._refuse(f"{what}: fault ({link.fault}); call clear_error")
+        else:
+            return True
+        return False
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        pos, quat = msg_to_pose(msg)
+        reason = pose_command_reason(pos, quat, msg.header.frame_id, from_stamp(msg.header.stamp),
+                                     time.time(), self.config.command_max_age)
+        if reason is not None:
+            self._refuse(reason)
+            return
+        if not self._ready_for("pose command"):
+            return
+        clipped = self.link.workspace.clip(pos)
+        if (clipped != pos).any():
+            self.clipped += 1
+            self.get_logger().info(f"target {pos.round(3).tolist()} clipped to the workspace: "
+                                   f"{clipped.round(3).tolist()}", throttle_duration_sec=1.0)
+        self.link.command_pose(clipped, quat)
+
+    def _on_gripper(self, msg: Float64) -> None:
+        # Float64 carries no stamp; the pose stream is what the watchdog guards.
+        reason = gripper_command_reason(msg.data)
+        if reason is not None:
+            self._refuse(reason)
+            return
+        if self._ready_for("gripper command"):
+            self.link.command_gripper(min(max(msg.data, 0.0), 1.0))
+
+    # -- services ----------------------------------------------------------------------------
+    def _on_reset(self, request, response):
+        if self.link is None or not self.motion_enabled:
+            response.success, response.message = False, "not active"
+            return response
+        pose = self.config.reset_pose
+        response.success, response.message = self.link.reset(
+            pose[:3], pose[3:], self.config.reset_timeout)
+        return response
+
+    def _on_estop(self, request, response):
+        if self.link is None:
+            response.success, response.message = False, "not configured"
+            return response
+        applied = self.link.set_estop(bool(request.data))
+        response.success = applied
+        response.message = (("engaged" if request.data else "released") if applied else
+                            "the robot thread did not answer (connection lost?)")
+        return response
+
+    def _on_clear_error(self, request, response):
+        if self.link is None:
+            response.success, response.message = False, "not configured"
+            return response
+        response.message = self.link.clear_error()
+        response.success = not response.message.startswith(("recovery failed", "error "))
+        return response
+
+    def _publish_diagnostics(self) -> None:
+        link = self.link
+        if link is None:
+            level, message, mode = DiagnosticStatus.WARN, "not configured", "unconfigured"
+        else:
+            mode = link.mode
+            if mode in ("e-stop", "fault", "disconnected"):
+                level = DiagnosticStatus.ERROR
+                message = {"e-stop": "e-stop engaged", "fault": link.fault,
+                           "disconnected": f"no connection to {self.config.robot_ip}"}[mode]
+            elif mode == "holding":
+                level, message = DiagnosticStatus.WARN, "holding (watchdog or no command yet)"
+            else:
+                level, message = DiagnosticStatus.OK, mode
+        values = {
+            "mode": mode, "motion_enabled": str(self.motion_enabled),
+            "estop": str(bool(link and link.estopped)), "fault": link.fault if link else "",
+            "refused": str(self.refused), "last_refusal": self.last_refusal,
+            "clipped": str(self.clipped), "reconnects": str(link.reconnects if link else 0),
+            "state_cycles": str(link.cycles if link else 0),
+        }
+        status = DiagnosticStatus(
+            level=level, name=self.get_fully_qualified_name(), message=message,
+            hardware_id=f"franka/{self.config.robot_ip}",
+            values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
+
+
+CONFIG = FrankaConfig
+NODE = FrankaDriver
+main = main_for(FrankaDriver)
+
+if __name__ == "__main__":
+    main()
