@@ -182,12 +182,20 @@ class TeleopNode(DeviceNode):
         self._next_attempt = time.monotonic() + self.config.reconnect_interval
         self.publish_diagnostics()
 
-    def _drain(self) -> None:
+    def _drain(self) -> TeleopFrame:
+        """Feed what the device has queued; the frame of the newest state, with every button
+        that was down at any report since the last tick (a tap shorter than one tick is still
+        published once, and a toggle sees each edge)."""
+        held = (0, 0, 0)
         for _ in range(MAX_READS_PER_TICK):
             data = self.device.read()
             if not data:
                 break
             self.feed(data)
+            held = tuple(max(a, b) for a, b in zip(held, self.current().buttons, strict=True))
+        frame = self.current()
+        buttons = tuple(max(a, b) for a, b in zip(held, frame.buttons, strict=True))
+        return TeleopFrame(frame.twist, buttons)
 
     def _tick(self) -> None:
         if not self.motion_enabled:
@@ -201,8 +209,7 @@ class TeleopNode(DeviceNode):
         frame = RELEASED
         if self.device is not None:
             try:
-                self._drain()
-                frame = self.current()
+                frame = self._drain()
             except (OSError, ValueError) as error:  # hidapi: OSError / ValueError once closed
                 self._lost(error)
                 frame = RELEASED
