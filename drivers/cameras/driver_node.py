@@ -1,0 +1,299 @@
+"""The lifecycle, threading, publishing and diagnostics that every camera driver node shares; a
+driver brings a ``CameraSource`` (how to open the device and read frames from it).
+
+Topics, relative to the node's namespace, as the twin's camera node publishes them (so a driver
+is a drop-in replacement): ``image_raw`` (rgb8, or mono8 for a grey camera) and ``camera_info``,
+and with a depth stream ``depth/image_raw`` (16UC1, millimetres) and ``depth/camera_info``, all on
+sensor-data QoS; ``/diagnostics`` at ``diagnostics_hz``.
+
+Lifecycle: configure opens the device (a missing one fails the transition with one line that
+says which and what is connected) and starts the reader thread; activate starts publishing;
+deactivate stops publishing (the device keeps streaming, so activating again is immediate);
+cleanup closes the device. A reader thread, not a timer, waits on the device: a frame is
+published as soon as it arrives. When no frame comes within ``stall_timeout`` the source is
+reported stalled; after ``reconnect_after`` the device is closed and reopened every
+``reconnect_period`` until it streams again. Each frame is published at most once, and only if
+``FreshnessGate`` passes it, so a stale or repeated frame never reaches a subscriber.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from sensor_msgs.msg import CameraInfo, Image
+
+from robot_rl.drivers.cameras.image_pipeline import (
+    FrameGeometry,
+    FreshnessGate,
+    Intrinsics,
+)
+from robot_rl.drivers.config import param, positive
+from robot_rl.ros.convert import array_to_image, header
+from robot_rl.ros.node_base import DeviceNode, declare_config
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos
+
+STREAM_TOPICS = {"color": "", "depth": "depth/"}
+
+
+class SourceMissing(RuntimeError):
+    """The device is not there (unplugged, wrong serial, no such file): worth retrying."""
+
+
+@dataclass
+class Frame:
+    stream: str
+    """``color`` or ``depth``."""
+    pixels: np.ndarray
+    encoding: str
+    """Of ``pixels``: rgb8, bgr8 (published as rgb8), mono8 or 16UC1 (depth, millimetres)."""
+    stamp: float
+    """Capture time on the host's clock (s since the epoch)."""
+    intrinsics: Intrinsics
+    keepalive: Any = field(default=None, repr=False)
+    """The device library's frame, held while ``pixels`` is a view of its memory."""
+
+
+class CameraSource(Protocol):
+    description: str
+    """The device in words, for diagnostics' hardware_id (e.g. ``realsense/123456``)."""
+    ended: str | None
+    """Why no frame will ever come again (the end of a file), or None."""
+    sizes: dict[str, tuple[int, int]]
+    """(width, height) of each stream's frames, known once open."""
+
+    def open(self) -> None:
+        """Connect and start streaming; raise ``SourceMissing`` or ``ValueError`` with one
+        line that says what is wrong."""
+
+    def read(self, timeout: float) -> list[Frame] | None:
+        """The next frames (one per stream), or None if none came within ``timeout``; raises
+        ``SourceMissing`` when the device went away."""
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CameraConfig:
+    """Parameters every camera driver has (each driver's config adds its device's)."""
+
+    frame_id: str = param("", "frame of the images (default: the node's name + _optical_frame)")
+    crop: tuple = param((0, 0, 0, 0), "crop box [x, y, width, height] in source pixels, "
+                        "before resizing; all zeros: the whole frame")
+    resize: tuple = param((0, 0), "output size [width, height] after cropping; zeros: the crop's "
+                          "size, one zero: keep the crop's aspect ratio")
+    max_frame_age: float = param(0.5, "a frame older than this when it arrives is stale and "
+                                 "dropped (s)", positive)
+    stall_timeout: float = param(1.0, "no frame for this long: diagnostics report the source "
+                                 "stalled (s)", positive)
+    reconnect_after: float = param(3.0, "no frame for this long: close and reopen the device "
+                                   "(s)", positive)
+    reconnect_period: float = param(1.0, "wait between attempts to reopen a lost device (s)",
+                                    positive)
+    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
+    read_timeout: float = param(0.2, "longest wait on the device in one read (s); bounds how "
+                                "fast a stall is noticed and the node stops", positive)
+
+
+def camera_info_msg(intrinsics: Intrinsics, stamp: float, frame_id: str) -> CameraInfo:
+    i = intrinsics
+    msg = CameraInfo(header=header(stamp, frame_id), width=i.width, height=i.height)
+    msg.distortion_model = i.distortion_model
+    msg.d = [float(c) for c in i.coefficients]
+    msg.k = [i.fx, 0.0, i.cx, 0.0, i.fy, i.cy, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [i.fx, 0.0, i.cx, 0.0, 0.0, i.fy, i.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg
+
+
+class CameraDriverNode(DeviceNode):
+    """Subclasses set ``CONFIG`` and implement ``make_source`` and ``streams``."""
+
+    CONFIG: type = CameraConfig
+
+    def __init__(self, name: str, **kwargs):
+        super().__init__(name, **kwargs)
+        self.config = declare_config(self, self.CONFIG)
+        self.frame_id = self.config.frame_id or f"{self.get_name()}_optical_frame"
+        self._stream_pubs = {
+            stream: (self.create_publisher(Image, f"{STREAM_TOPICS[stream]}image_raw",
+                                           sensor_qos()),
+                     self.create_publisher(CameraInfo, f"{STREAM_TOPICS[stream]}camera_info",
+                                           sensor_qos()))
+            for stream in self.streams()
+        }
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
+                                               DIAGNOSTICS_DEPTH)
+        self.create_timer(1.0 / self.config.diagnostics_hz, self.publish_diagnostics)
+        self._source: CameraSource | None = None
+        self._reader: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._gates = {s: FreshnessGate(self.config.max_frame_age) for s in self.streams()}
+        self._geometry: dict[tuple[str, int, int], FrameGeometry] = {}
+        self.published = dict.fromkeys(self.streams(), 0)
+        self.last_drop: str | None = None
+        self._last_frame_at: float | None = None  # monotonic time of the last frame read
+        self._disconnected: str | None = None
+        self._reconnects = 0
+        self._next_attempt = 0.0
+
+    # -- what a driver provides ------------------------------------------------------------
+    def streams(self) -> tuple[str, ...]:
+        return ("color",)
+
+    def make_source(self) -> CameraSource:
+        raise NotImplementedError
+
+    # -- lifecycle hooks ---------------------------------------------------------------------
+    def open_device(self) -> None:
+        source = self.make_source()
+        source.open()
+        try:
+            for stream, (width, height) in source.sizes.items():
+                self.geometry(width, height, stream)  # a crop that does not fit fails here
+        except ValueError:
+            source.close()
+            raise
+        self._source, self._disconnected = source, None
+        self._last_frame_at = time.monotonic()
+        self._stop.clear()
+        self._reader = threading.Thread(target=self._read_loop, name="camera-reader",
+                                        daemon=True)
+        self._reader.start()
+
+    def close_device(self) -> None:
+        self._stop.set()
+        if self._reader is not None:
+            self._reader.join(timeout=30.0)
+            self._reader = None
+        self._close_source()
+
+    def _close_source(self) -> None:
+        source, self._source = self._source, None
+        if source is not None:
+            try:
+                source.close()
+            except Exception as error:  # a vanished device may not close cleanly
+                self.get_logger().warning(f"closing {source.description}: {error}")
+
+    # -- the reader thread -------------------------------------------------------------------
+    def _read_loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if self._source is None:
+                    self._try_reconnect()
+                    continue
+                self._read_once(self._source)
+        except Exception as error:
+            if self.context.ok():  # a publish after shutdown is an ordinary end
+                self.get_logger().error(f"camera reader stopped: {error}")
+                self._disconnected = f"reader failed: {error}"
+
+    def _read_once(self, source: CameraSource) -> None:
+        try:
+            frames = source.read(self.config.read_timeout)
+        except SourceMissing as error:
+            self._lose(f"device lost: {error}")
+            return
+        if not frames:
+            silent = time.monotonic() - self._last_frame_at
+            if source.ended is None and silent > self.config.reconnect_after:
+                self._lose(f"no frame for {silent:.1f} s")
+            return
+        self._last_frame_at = time.monotonic()
+        for frame in frames:
+            self._publish(frame)
+
+    def _lose(self, reason: str) -> None:
+        self.get_logger().warning(f"{reason}; reconnecting", throttle_duration_sec=5.0)
+        self._close_source()
+        self._disconnected = reason
+        self._next_attempt = time.monotonic()
+
+    def _try_reconnect(self) -> None:
+        wait = self._next_attempt - time.monotonic()
+        if wait > 0:
+            self._stop.wait(min(wait, self.config.read_timeout))
+            return
+        self._next_attempt = time.monotonic() + self.config.reconnect_period
+        source = self.make_source()
+        try:
+            source.open()
+        except Exception as error:
+            self._disconnected = f"{error}"
+            return
+        for gate in self._gates.values():
+            gate.reset()  # a new stream: its stamps start afresh
+        self._last_frame_at = time.monotonic()
+        self._source, self._disconnected = source, None
+        self._reconnects += 1
+        self.get_logger().info(f"reconnected to {source.description}")
+
+    # -- publishing ----------------------------------------------------------------------------
+    def geometry(self, width: int, height: int, stream: str = "color") -> FrameGeometry:
+        """The crop and resize for a ``width`` x ``height`` frame (ValueError if the crop does
+        not fit it)."""
+        key = (stream, width, height)
+        if key not in self._geometry:
+            self._geometry[key] = FrameGeometry.build((width, height), self.config.crop,
+                                                      self.config.resize)
+        return self._geometry[key]
+
+    def _publish(self, frame: Frame) -> None:
+        reason = self._gates[frame.stream].refuse(frame.stamp, time.time())
+        if reason is not None:
+            self.last_drop = f"{frame.stream}: {reason}"
+            self.get_logger().warning(f"dropped a stale frame: {self.last_drop}",
+                                      throttle_duration_sec=5.0)
+            return
+        if not self.motion_enabled:
+            return
+        height, width = frame.pixels.shape[:2]
+        geometry = self.geometry(width, height, frame.stream)
+        pixels = geometry.apply(frame.pixels, nearest=frame.stream == "depth")
+        encoding = frame.encoding
+        if encoding == "bgr8":
+            pixels, encoding = np.ascontiguousarray(pixels[:, :, ::-1]), "rgb8"
+        frame_id = self.frame_id if frame.stream == "color" else f"{self.frame_id}_depth"
+        image_pub, info_pub = self._stream_pubs[frame.stream]
+        image_pub.publish(array_to_image(pixels, encoding, frame.stamp, frame_id))
+        info_pub.publish(camera_info_msg(geometry.adjust(frame.intrinsics), frame.stamp,
+                                         frame_id))
+        self.published[frame.stream] += 1
+
+    # -- diagnostics ----------------------------------------------------------------------------
+    def status(self) -> tuple[int, str]:
+        """Diagnostic level and message."""
+        if self._reader is None:
+            return DiagnosticStatus.WARN, "not configured (device closed)"
+        if self._disconnected is not None:
+            return (DiagnosticStatus.ERROR,
+                    f"device not connected ({self._disconnected}); retrying every "
+                    f"{self.config.reconnect_period:g} s")
+        silent = time.monotonic() - (self._last_frame_at or time.monotonic())
+        source = self._source
+        if source is not None and source.ended is not None:
+            return DiagnosticStatus.ERROR, f"stalled: {source.ended}"
+        if silent > self.config.stall_timeout:
+            return DiagnosticStatus.ERROR, f"stalled: no frame for {silent:.1f} s"
+        if not self.motion_enabled:
+            return DiagnosticStatus.WARN, "streaming, not publishing (inactive)"
+        return DiagnosticStatus.OK, "streaming"
+
+    def publish_diagnostics(self) -> None:
+        level, message = self.status()
+        values = {f"published_{s}": str(n) for s, n in self.published.items()}
+        values["dropped_stale"] = str(sum(g.dropped for g in self._gates.values()))
+        values["last_drop"] = self.last_drop or ""
+        values["reconnects"] = str(self._reconnects)
+        source = self._source
+        status = DiagnosticStatus(
+            level=level, name=self.get_fully_qualified_name(), message=message,
+            hardware_id=source.description if source is not None else "",
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
+        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))

@@ -1,0 +1,212 @@
+"""Intel RealSense camera node (pyrealsense2): colour, and depth if asked, through the
+librealsense pipeline, cropped and resized, with ``camera_info`` from the device's intrinsics.
+
+    robot-rl-realsense --ros-args -r __ns:=/front_cam -p serial:="'128422270679'" \
+        -p crop:=[80,0,480,480] -p resize:=[128,128]
+
+The device is chosen by serial (empty: the only one connected) and handed to the pipeline with
+``pipeline.set_device``, so the same code path streams a USB camera and an ``rs.software_device``
+(the tests feed one; librealsense 2.59 no longer lists software devices in a context's
+``query_devices``, so the node asks ``devices`` — by default a context's query — for the list).
+
+Stamps: librealsense stamps frames in one of three domains. ``global_time`` (the default on
+D400 cameras: the device clock corrected onto the host's) and ``system_time`` (the host's
+arrival time) are milliseconds since the epoch on the host's clock, so the stamp is the frame's
+timestamp as it is. ``hardware_clock`` counts from an arbitrary origin; it is mapped onto the
+host's clock by ``DeviceClock`` (device time plus a leaking minimum of arrival - device time).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from robot_rl.drivers.cameras.driver_node import (
+    CameraConfig,
+    CameraDriverNode,
+    Frame,
+    SourceMissing,
+)
+from robot_rl.drivers.cameras.image_pipeline import DeviceClock, Intrinsics
+from robot_rl.drivers.config import param, positive
+from robot_rl.ros.node_base import main_for
+
+# librealsense distortion model -> ROS distortion_model
+_DISTORTION = {
+    "none": "plumb_bob",
+    "brown_conrady": "plumb_bob",
+    "modified_brown_conrady": "plumb_bob",
+    "inverse_brown_conrady": "plumb_bob",
+    "kannala_brandt4": "equidistant",
+}
+
+
+@dataclass(frozen=True)
+class RealSenseConfig(CameraConfig):
+    serial: str = param("", "serial number of the camera (empty: the only one connected)")
+    width: int = param(640, "stream width (px), as the device offers it", positive)
+    height: int = param(480, "stream height (px), as the device offers it", positive)
+    rate: float = param(30.0, "frame rate (Hz), as the device offers it",
+                        (lambda v: v > 0 and float(v).is_integer(), "must be a whole number > 0"))
+    depth: bool = param(False, "also stream depth (depth/image_raw, 16UC1 millimetres, and "
+                        "depth/camera_info) at the same size and rate")
+
+
+def _intrinsics(profile) -> Intrinsics:
+    i = profile.as_video_stream_profile().get_intrinsics()
+    model = str(i.model).rsplit(".", 1)[-1]
+    ros_model = _DISTORTION.get(model, "plumb_bob")
+    count = 4 if ros_model == "equidistant" else 5
+    return Intrinsics(i.width, i.height, i.fx, i.fy, i.ppx, i.ppy, ros_model,
+                      tuple(float(c) for c in list(i.coeffs)[:count]))
+
+
+def _serial(device) -> str:
+    import pyrealsense2 as rs
+
+    return device.get_info(rs.camera_info.serial_number)
+
+
+def connected_devices() -> list:
+    """The RealSense devices on this machine (a fresh context's snapshot)."""
+    import pyrealsense2 as rs
+
+    return list(rs.context().query_devices())
+
+
+class RealSenseSource:
+    def __init__(self, config: RealSenseConfig, devices: Callable[[], Sequence]):
+        self.config = config
+        self._devices = devices
+        self.description = f"realsense/{config.serial or 'any'}"
+        self.ended: str | None = None
+        self.sizes: dict[str, tuple[int, int]] = {}
+        self._pipeline = None
+        self._intrinsics: dict[str, Intrinsics] = {}
+        self._clocks: dict[str, DeviceClock] = {}
+
+    def _find(self):
+        devices = list(self._devices())
+        serials = [_serial(d) for d in devices]
+        wanted = self.config.serial
+        if wanted:
+            if wanted not in serials:
+                raise SourceMissing(f"no RealSense with serial {wanted} is connected "
+                                    f"(connected: {', '.join(serials) or 'none'})")
+            return devices[serials.index(wanted)]
+        if not devices:
+            raise SourceMissing("no RealSense camera is connected")
+        if len(devices) > 1:
+            raise ValueError(f"{len(devices)} RealSense cameras are connected "
+                             f"({', '.join(serials)}); set the serial parameter")
+        return devices[0]
+
+    def open(self) -> None:
+        import pyrealsense2 as rs
+
+        device = self._find()
+        serial = _serial(device)
+        self.description = f"realsense/{serial}"
+        c = self.config
+        streams = {"color": (rs.stream.color, rs.format.rgb8)}
+        if c.depth:
+            streams["depth"] = (rs.stream.depth, rs.format.z16)
+        config = rs.config()
+        config.enable_device(serial)
+        for kind, fmt in streams.values():
+            config.enable_stream(kind, c.width, c.height, fmt, int(c.rate))
+        pipeline = rs.pipeline()
+        pipeline.set_device(device)
+        try:
+            profile = pipeline.start(config)
+        except RuntimeError as error:
+            wanted = " and ".join(streams)
+            raise ValueError(f"RealSense {serial} cannot stream {wanted} at {c.width}x{c.height}"
+                             f", {c.rate:g} Hz: {error}") from None
+        self._pipeline = pipeline
+        self._intrinsics = {name: _intrinsics(profile.get_stream(kind))
+                            for name, (kind, _) in streams.items()}
+        self.sizes = {name: (i.width, i.height) for name, i in self._intrinsics.items()}
+        self._clocks = {name: DeviceClock() for name in streams}
+
+    def read(self, timeout: float) -> list[Frame] | None:
+        ok, frames = self._pipeline.try_wait_for_frames(max(1, int(timeout * 1000)))
+        if not ok:
+            return None
+        arrival = time.time()
+        out = []
+        color = frames.get_color_frame()
+        if color:
+            out.append(self._frame("color", color, "rgb8", arrival))
+        if "depth" in self._intrinsics:
+            depth = frames.get_depth_frame()
+            if depth:
+                out.append(self._frame("depth", depth, "16UC1", arrival))
+        return out
+
+    def _frame(self, stream: str, frame, encoding: str, arrival: float) -> Frame:
+        import numpy as np
+        import pyrealsense2 as rs
+
+        stamp_ms = frame.get_timestamp()
+        if frame.get_frame_timestamp_domain() == rs.timestamp_domain.hardware_clock:
+            stamp = self._clocks[stream].to_host(stamp_ms / 1000.0, arrival)
+        else:  # global_time and system_time are on the host's clock already
+            stamp = stamp_ms / 1000.0
+        pixels = np.asanyarray(frame.get_data())
+        if stream == "depth":
+            units_mm = frame.as_depth_frame().get_units() * 1000.0
+            if abs(units_mm - 1.0) > 1e-6:
+                pixels = np.clip(np.rint(pixels * units_mm), 0, 65535).astype(np.uint16)
+        return Frame(stream, pixels, encoding, stamp, self._intrinsics[stream], keepalive=frame)
+
+    def close(self) -> None:
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            pipeline.stop()
+
+
+class RealSenseNode(CameraDriverNode):
+    CONFIG = RealSenseConfig
+
+    def __init__(self, devices: Callable[[], Sequence] | None = None, **kwargs):
+        """``devices``: returns the devices to choose from (default: those connected)."""
+        self._device_list = devices or connected_devices
+        super().__init__("realsense", **kwargs)
+
+    def streams(self) -> tuple[str, ...]:
+        return ("color", "depth") if self.config.depth else ("color",)
+
+    def make_source(self) -> RealSenseSource:
+        return RealSenseSource(self.config, self._device_list)
+
+
+def discover() -> list[dict]:
+    """The RealSense cameras this machine sees, for ``robot-rl doctor``: one dict per camera
+    (kind, serial, name, firmware, usb); an entry with ``error`` if the library cannot look."""
+    try:
+        import pyrealsense2 as rs
+    except ImportError:
+        return []
+    try:
+        found = []
+        for device in connected_devices():
+            def info(key, device=device):
+                return device.get_info(key) if device.supports(key) else ""
+
+            found.append({"kind": "realsense", "serial": info(rs.camera_info.serial_number),
+                          "name": info(rs.camera_info.name),
+                          "firmware": info(rs.camera_info.firmware_version),
+                          "usb": info(rs.camera_info.usb_type_descriptor)})
+        return found
+    except RuntimeError as error:
+        return [{"kind": "realsense", "error": f"cannot list RealSense devices: {error}"}]
+
+
+CONFIG = RealSenseConfig
+NODE = RealSenseNode
+main = main_for(RealSenseNode)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""The RealSense node against an ``rs.software_device``: frames injected into a software sensor
+flow through the real librealsense pipeline (sensor streaming, syncer, frame queue) into the
+node's own code path; only the USB camera is replaced. The probe checks pixels after crop and
+resize, camera_info from the device intrinsics, stamps, stale-frame refusal, the error for a
+missing serial and the reconnect when the device comes back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyrealsense2")
+pytest.importorskip("rclpy")
+
+from camera_helpers import CameraHarness, wait_until
+
+from robot_rl.drivers.cameras.image_pipeline import Intrinsics
+
+SERIAL = "817612070001"
+INTRINSICS = Intrinsics(640, 480, 612.0, 611.0, 318.5, 243.25, "plumb_bob",
+                        (0.12, -0.25, 0.001, -0.002, 0.1))
+CROP, RESIZE = [80, 0, 480, 480], [120, 120]  # a 4:1 shrink of 4x4 pixel tiles
+
+
+def _color(marker: int) -> np.ndarray:
+    """R = column tile, G = row tile (4x4 tiles), B = a per-frame marker."""
+    image = np.empty((480, 640, 3), np.uint8)
+    image[..., 0] = (np.arange(640) // 4)[None, :] % 256
+    image[..., 1] = (np.arange(480) // 4)[:, None]
+    image[..., 2] = marker % 256
+    return image
+
+
+def _depth() -> np.ndarray:
+    """Depth units (1 mm) constant on 4x4 tiles: 500 + column tile."""
+    return np.repeat((500 + np.arange(640) // 4)[None, :], 480, axis=0).astype(np.uint16)
+
+
+class Feeder:
+    """Injects frames into a software RealSense at about ``hz`` from a thread of its own."""
+
+    def __init__(self, camera, hz: float = 30.0, domain: str = "global_time",
+                 depth: bool = False, start_ms: float | None = None):
+        self.camera, self.period, self.domain, self.depth = camera, 1.0 / hz, domain, depth
+        self.start_ms = start_ms
+        self.stamps: dict[int, float] = {}  # marker -> timestamp (ms) fed
+        self.number = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        depth = _depth() if self.depth else None
+        begun = time.time()
+        while not self._stop.is_set():
+            if self.start_ms is None:
+                stamp = time.time() * 1000.0
+            else:
+                stamp = self.start_ms + (time.time() - begun) * 1000.0
+            self.stamps[self.number % 256] = stamp
+            self.camera.feed(_color(self.number), stamp, self.number, self.domain, depth)
+            self.number += 1
+            self._stop.wait(self.period)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def _software_camera(depth: bool = False):
+    from robot_rl.drivers.cameras.software_realsense import SoftwareRealSense
+
+    return SoftwareRealSense(SERIAL, intrinsics=INTRINSICS, depth=depth)
+
+
+def _node_factory(devices, depth: bool = False, autostart: bool = True, **params):
+    from rclpy.parameter import Parameter
+
+    from robot_rl.drivers.cameras.realsense import RealSenseNode
+
+    values = {"serial": SERIAL, "crop": CROP, "resize": RESIZE, "depth": depth,
+              "autostart": False, "max_frame_age": 2.0, "stall_timeout": 1.0,
+              "reconnect_after": 1.5, "reconnect_period": 0.5, "diagnostics_hz": 4.0, **params}
+
+    def make(context, namespace):
+        node = RealSenseNode(devices=devices, context=context, namespace=namespace,
+                             parameter_overrides=[Parameter(k, value=v)
+                                                  for k, v in values.items()])
+        if autostart:
+            assert node.start(), "the node did not reach active"
+        return node
+
+    return make
+
+
+@pytest.fixture
+def harness_factory():
+    made = []
+
+    def build(*args, **kwargs):
+        made.append(CameraHarness(*args, **kwargs))
+        return made[-1]
+
+    yield build
+    for harness in made:
+        harness.close()
+
+
+def _pixels(msg) -> np.ndarray:
+    from robot_rl.ros.convert import image_to_array
+
+    return image_to_array(msg)
+
+
+def _stamp(msg) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(harness_factory):
+    camera = _software_camera(depth=True)
+    harness = harness_factory(_node_factory(lambda: [camera.device], depth=True), depth=True)
+    feeder = Feeder(camera, depth=True)
+    try:
+        wait_until(lambda: len(harness.get("image_raw")) >= 5
+                   and len(harness.get("depth/image_raw")) >= 5, 90, "colour and depth images")
+    finally:
+        feeder.stop()
+    image = harness.get("image_raw")[-1]
+    assert (image.encoding, image.width, image.height) == ("rgb8", 120, 120)
+    pixels = _pixels(image)
+    rows, cols = np.mgrid[0:120, 0:120]
+    assert np.array_equal(pixels[..., 0], 20 + cols)  # the crop starts at tile column 80 / 4
+    assert np.array_equal(pixels[..., 1], rows)
+    marker = int(pixels[0, 0, 2])
+    assert np.all(pixels[..., 2] == marker)
+    # the header stamp is the frame's own timestamp (global_time: the host's clock)
+    assert _stamp(image) == pytest.approx(feeder.stamps[marker] / 1000.0, abs=1e-6)
+
+    info = next(i for i in harness.get("camera_info") if i.header.stamp == image.header.stamp)
+    assert (info.width, info.height, info.distortion_model) == (120, 120, "plumb_bob")
+    expected = [612.0 / 4, 0.0, (318.5 - 80 + 0.5) / 4 - 0.5,
+                0.0, 611.0 / 4, (243.25 + 0.5) / 4 - 0.5, 0.0, 0.0, 1.0]
+    assert list(info.k) == pytest.approx(expected, abs=1e-4)
+    assert list(info.d) == pytest.approx(list(INTRINSICS.coefficients), abs=1e-6)
+    assert info.header.frame_id == image.header.frame_id == "realsense_optical_frame"
+
+    depth = harness.get("depth/image_raw")[-1]
+    assert (depth.encoding, depth.width, depth.height) == ("16UC1", 120, 120)
+    assert np.array_equal(_pixels(depth), 500 + 20 + cols)  # millimetres, nearest tiles
+    depth_info = harness.get("depth/camera_info")[-1]
+    assert depth_info.k[0] == pytest.approx(153.0, abs=1e-4)
+
+
+def test_hardware_clock_frames_are_stamped_on_the_host_clock(harness_factory):
+    camera = _software_camera()
+    harness = harness_factory(_node_factory(lambda: [camera.device]))
+    began = time.time()
+    feeder = Feeder(camera, domain="hardware_clock", start_ms=5000.0)  # device clock at 5 s
+    try:
+        wait_until(lambda: len(harness.get("image_raw")) >= 10, 90, "images")
+    finally:
+        feeder.stop()
+    stamps = [_stamp(m) for m in harness.get("image_raw")]
+    assert stamps == sorted(set(stamps))  # strictly increasing
+    assert began - 1.0 < stamps[0] and stamps[-1] <= time.time()
+
+
+def test_stale_and_repeated_frames_are_never_published(harness_factory):
+    camera = _software_camera()
+    harness = harness_factory(_node_factory(lambda: [camera.device], max_frame_age=1.0,
+                                            reconnect_after=60.0))
+
+    def markers():
+        return [int(_pixels(m)[0, 0, 2]) for m in harness.get("image_raw")]
+
+    def feed_until_published(marker):
+        # the pipeline may drop a frame while it starts: feed a fresh one until one arrives
+        last_fed = [0.0]
+
+        def published():
+            if marker in markers():
+                return True
+            if time.monotonic() - last_fed[0] > 1.0:
+                camera.feed(_color(marker), time.time() * 1000.0, marker)
+                last_fed[0] = time.monotonic()
+            return False
+        wait_until(published, 60, f"frame {marker}")
+
+    feed_until_published(1)
+    first = next(m for m in harness.get("image_raw") if int(_pixels(m)[0, 0, 2]) == 1)
+    stamp_ms = _stamp(first) * 1000.0
+    gate = harness.node._gates["color"]
+    # one at a time: the pipeline's frame queue keeps only the newest frame
+    for marker, stale_stamp_ms in ((2, stamp_ms),  # a repeated timestamp
+                                   (3, stamp_ms - 20.0)):  # an older one
+        dropped = gate.dropped
+        camera.feed(_color(marker), stale_stamp_ms, marker)
+        wait_until(lambda dropped=dropped: gate.dropped > dropped, 30, f"frame {marker} refused")
+    assert "not newer" in harness.node.last_drop
+    # newer than the last one published, but older than max_frame_age: queued during a stall
+    wait_until(lambda: time.time() * 1000.0 > stamp_ms + 1500.0, 10, "the bound to pass")
+    dropped = gate.dropped
+    camera.feed(_color(4), stamp_ms + 10.0, 4)
+    wait_until(lambda: gate.dropped > dropped, 30, "frame 4 refused")
+    assert "s old (bound 1.000 s)" in harness.node.last_drop
+    feed_until_published(5)
+    assert 2 not in markers() and 3 not in markers() and 4 not in markers()
+    stamps = [_stamp(m) for m in harness.get("image_raw")]
+    assert stamps == sorted(set(stamps))  # in order, and no frame published twice
+    harness.wait_for_status(lambda s: int(dict((v.key, v.value) for v in s.values)
+                                          ["dropped_stale"]) >= 3, 30, "the drops in diagnostics")
+
+
+def test_a_missing_serial_fails_configure_in_one_line_and_the_device_is_found_later(
+        harness_factory):
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    from robot_rl.drivers.cameras.driver_node import SourceMissing
+    from robot_rl.drivers.cameras.realsense import RealSenseConfig, RealSenseSource
+
+    other = _software_camera()
+    source = RealSenseSource(RealSenseConfig(serial="123"), lambda: [other.device])
+    with pytest.raises(SourceMissing) as error:
+        source.open()
+    assert str(error.value) == f"no RealSense with serial 123 is connected (connected: {SERIAL})"
+
+    present: list = []
+    harness = harness_factory(_node_factory(lambda: list(present), autostart=False))
+    assert harness.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    camera = _software_camera()
+    present.append(camera.device)  # plugged in: a lifecycle manager's next configure works
+    assert harness.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert harness.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    feeder = Feeder(camera)
+    try:
+        wait_until(lambda: harness.get("image_raw"), 60, "images after the device appeared")
+    finally:
+        feeder.stop()
+
+
+def test_the_node_reports_a_lost_device_and_reconnects_when_it_comes_back(harness_factory):
+    present = [_software_camera()]
+    harness = harness_factory(_node_factory(lambda: [c.device for c in present]))
+    feeder = Feeder(present[0])
+    wait_until(lambda: len(harness.get("image_raw")) >= 3, 60, "images")
+    harness.wait_for_status(lambda s: s.message == "streaming", 30, "an OK status")
+
+    feeder.stop()  # unplugged: no more frames, and the device is gone from the list
+    present.clear()
+    count = len(harness.get("image_raw"))
+    harness.wait_for_status(lambda s: "stalled" in s.message, 30, "a stalled status")
+    lost = harness.wait_for_status(lambda s: "not connected" in s.message, 30,
+                                   "a not-connected status")
+    assert f"no RealSense with serial {SERIAL}" in lost.message
+    assert len(harness.get("image_raw")) == count  # nothing republished while it was away
+
+    present.append(_software_camera())  # plugged in again
+    feeder = Feeder(present[0])
+    try:
+        wait_until(lambda: len(harness.get("image_raw")) >= count + 3, 60,
+                   "images after reconnecting")
+        status = harness.wait_for_status(
+            lambda s: s.message == "streaming"
+            and dict((v.key, v.value) for v in s.values)["reconnects"] == "1", 30,
+            "an OK status after the reconnect")
+    finally:
+        feeder.stop()
+    assert status.hardware_id == f"realsense/{SERIAL}"
+
+
+def test_the_console_script_names_a_missing_serial_in_one_line(tmp_path):
+    """The real entry point on this machine, which has no RealSense: configure fails with one
+    line naming the serial, no traceback, and the node waits for a lifecycle manager."""
+    log = tmp_path / "realsense.log"
+    with open(log, "w") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "robot_rl.drivers.cameras.realsense", "--ros-args",
+             "-p", "serial:='000000000000'"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            wait_until(lambda: "could not start" in log.read_text() or child.poll() is not None,
+                       120, "the node's start")
+        finally:
+            child.send_signal(signal.SIGINT)
+            child.wait(timeout=30)
+    text = log.read_text()
+    assert "Traceback" not in text
+    lines = [line for line in text.splitlines() if "configure (open device) failed" in line]
+    assert len(lines) == 1
+    assert lines[0].endswith("no RealSense with serial 000000000000 is connected "
+                             "(connected: none)")
