@@ -18,6 +18,7 @@ production, a replay of recorded bytes in the tests.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,6 +99,9 @@ class TeleopNode(DeviceNode):
         self._ever_opened = False
         self._next_attempt = 0.0
         self._last_frame = RELEASED
+        # lifecycle transitions may come from another thread than the executor's (a test, a
+        # multi-threaded executor): a tick must not publish motion after the safe stop's release
+        self._lock = threading.RLock()
         self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
         self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
@@ -128,19 +132,26 @@ class TeleopNode(DeviceNode):
 
     # -- lifecycle ----------------------------------------------------------------------------
     def open_device(self) -> None:
-        self._connect()
+        with self._lock:
+            self._connect()
 
     def enable_motion(self) -> None:
-        self.mapper.reset()
-        if self.device is not None:
-            self._drain()  # reports queued while inactive describe the past
+        with self._lock:
+            self.mapper.reset()
+            if self.device is not None:
+                try:
+                    self._drain()  # reports queued while inactive describe the past
+                except (OSError, ValueError) as error:
+                    self._lost(error)  # unplugged while inactive: the ticks reopen it
 
     def safe_stop(self) -> None:
-        self.mapper.reset()
-        self._publish(RELEASED)
+        with self._lock:
+            self.mapper.reset()
+            self._publish(RELEASED)
 
     def close_device(self) -> None:
-        self._close("closed")
+        with self._lock:
+            self._close("closed")
 
     # -- device --------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -198,8 +209,11 @@ class TeleopNode(DeviceNode):
         return TeleopFrame(frame.twist, buttons)
 
     def _tick(self) -> None:
-        if not self.motion_enabled:
-            return
+        with self._lock:
+            if self.motion_enabled:
+                self._step()
+
+    def _step(self) -> None:
         if self.device is None and time.monotonic() >= self._next_attempt:
             try:
                 self._connect()
