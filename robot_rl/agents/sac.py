@@ -25,6 +25,7 @@ from flax.training.train_state import TrainState
 from robot_rl.agents.acting import act
 from robot_rl.agents.augment import augment_observations
 from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.data_parallel import DataParallel
 from robot_rl.agents.networks import (
     Actor,
     CriticEnsemble,
@@ -346,27 +347,25 @@ class SACAgent(struct.PyTreeNode):
         info.update(actor_info)
         return agent, info
 
-    @functools.partial(jax.jit, static_argnames=("utd_ratio",))
-    def _update(self, batch: dict, utd_ratio: int) -> tuple[SACAgent, dict]:
-        def reshape(x):
-            if x.shape[0] % utd_ratio:
-                raise ValueError(
-                    f"batch of {x.shape[0]} does not split into utd_ratio={utd_ratio} minibatches"
-                )
-            return x.reshape(utd_ratio, x.shape[0] // utd_ratio, *x.shape[1:])
-
-        minibatches = jax.tree.map(reshape, batch)
+    @jax.jit
+    def _update_minibatches(self, minibatches: dict) -> tuple[SACAgent, dict]:
+        """One critic update per leading slice of ``minibatches`` (``[utd_ratio, batch, ...]``),
+        as one compiled scan."""
         # XLA's CPU backend runs convolutions inside a while loop on a slow path (~30x slower
         # measured here), so minibatches that carry pixels are unrolled into straight-line code.
-        pixels = any(x.dtype == jnp.uint8 for x in jax.tree.leaves(batch["observations"]))
+        pixels = any(x.dtype == jnp.uint8 for x in jax.tree.leaves(minibatches["observations"]))
         agent, infos = jax.lax.scan(
             lambda a, mb: a._minibatch_step(mb), self, minibatches, unroll=bool(pixels)
         )
         # Actor figures are NaN on the steps that skipped the actor: average the real ones.
         return agent, jax.tree.map(jnp.nanmean, infos)
 
-    def update(self, batch: dict, utd_ratio: int = 1) -> tuple[SACAgent, dict]:
-        """``utd_ratio`` critic updates on consecutive minibatches of ``batch`` in one call."""
+    def update(
+        self, batch: dict, utd_ratio: int = 1, parallel: DataParallel | None = None
+    ) -> tuple[SACAgent, dict]:
+        """``utd_ratio`` critic updates on consecutive minibatches of ``batch`` in one call;
+        with ``parallel``, each minibatch is split over its devices (the agent must have been
+        placed with ``parallel.place_agent``)."""
         batch = {
             "observations": dict(batch["observations"]),
             "next_observations": dict(batch["next_observations"]),
@@ -374,7 +373,18 @@ class SACAgent(struct.PyTreeNode):
             "rewards": np.asarray(batch["rewards"], np.float32),
             "terminated": np.asarray(batch["terminated"], np.float32),
         }
-        return self._update(batch, utd_ratio)
+
+        def split(x):
+            if x.shape[0] % utd_ratio:
+                raise ValueError(
+                    f"batch of {x.shape[0]} does not split into utd_ratio={utd_ratio} minibatches"
+                )
+            return x.reshape(utd_ratio, x.shape[0] // utd_ratio, *x.shape[1:])
+
+        minibatches = jax.tree.map(split, batch)
+        if parallel is not None:
+            minibatches = parallel.place_minibatches(minibatches)
+        return self._update_minibatches(minibatches)
 
     # ------------------------------------------------------------------ acting
     def _acting_params(self) -> dict:

@@ -24,6 +24,8 @@ from robot_rl.agents.checkpoint import (
     save_checkpoint,
 )
 from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.data_parallel import local_data_parallel
+from robot_rl.agents.pretrained import create_agent, encoder_metadata
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.mixing import MixedSampler
 from robot_rl.data.replay import ReplayBuffer
@@ -35,6 +37,7 @@ from robot_rl.runtime.interventions import (
     realtime_pace,
     with_interventions,
 )
+from robot_rl.runtime.observation_mode import ObservationMode, observation_options
 from robot_rl.runtime.recipes import resolve
 from robot_rl.runtime.run_dir import RunLogger
 
@@ -45,17 +48,13 @@ INTERVENTION_FIELDS = {"intervened": ((), np.bool_)}
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(ObservationMode):
     task: str = "pick_cube"
     """Task name (tasks/): pick_cube, peg_insert, car_lap."""
     backend: Literal["twin", "gym"] = "twin"
     """'twin' (the in-process MuJoCo twin of the task) or 'gym' (a gymnasium env, see env_id)."""
     env_id: str = "Pendulum-v1"
     """Gymnasium environment id for --backend gym (Box observations, bounded Box actions)."""
-    cameras: tuple[str, ...] = ()
-    """Camera observations for the task (empty: state only)."""
-    image_size: int = 64
-    """Camera image side in pixels."""
     demos: int | None = None
     """Successful scripted-expert demonstrations put in the demo buffer first (twin only);
     default: the task's recipe (runtime/recipes.py)."""
@@ -146,6 +145,9 @@ class TrainConfig:
                 raise ValueError(f"relabel_every must be >= 1, got {self.relabel_every}")
         if self.resume and self.run_dir is None:
             raise ValueError("--resume needs --run-dir of the run to continue")
+        if self.backend != "gym":
+            self.task_options(self.task)  # refuses a privileged state the mode forbids
+            self.check_reward_source(self.task, self.reward_classifier)
         self.agent.validate()
 
     @property
@@ -153,8 +155,11 @@ class TrainConfig:
         return self.task if self.backend == "twin" else self.env_id.replace("/", "_")
 
     def make_env(self, seed: int, ground_truth: bool = False):
-        """The run's env; ``ground_truth``: without the reward classifier (evaluation)."""
-        options = {"cameras": tuple(self.cameras), "image_size": self.image_size}
+        """The run's env; ``ground_truth``: without the reward classifier, scored by the
+        task's ground truth also in robot mode (evaluation on the twin)."""
+        options = {}
+        if self.backend != "gym":
+            options = self.task_options(self.task, ground_truth=True if ground_truth else None)
         if self.reward_classifier and not ground_truth:
             from robot_rl.rewards.wrapper import with_reward_classifier
 
@@ -213,7 +218,9 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     env = cfg.make_env(cfg.seed)
     # success is measured on the task's ground truth, not on what the classifier believes
     eval_env = cfg.make_env(cfg.seed + 10_000, ground_truth=True)
-    agent = SACAgent.create(cfg.seed, env.observation_space, env.action_space, cfg.agent)
+    # a resumed run takes its frozen trunk from the checkpoint, not from --agent.encoder-weights
+    agent = create_agent(cfg.seed, env.observation_space, env.action_space, cfg.agent,
+                         load_weights=not cfg.resume)
     hil = cfg.interventions != "off"
     extras = INTERVENTION_FIELDS if hil else None
     replay = ReplayBuffer(
@@ -231,6 +238,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     if cfg.resume and checkpoint is None:
         raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
     if checkpoint is not None:
+        if cfg.backend != "gym":
+            observation_options(cfg).check_matches(read_metadata(checkpoint), str(checkpoint))
         agent = restore_agent(checkpoint, agent)
         replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
         if (checkpoint / DEMO_FILE).is_file():
@@ -239,6 +248,12 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         start_step, episodes = meta["step"], meta["episodes"]
         rng.bit_generator.state = meta["numpy_rng"]
         console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
+    # Several local devices (GPUs): every update is split over them along the batch.
+    parallel = local_data_parallel()
+    if parallel is not None:
+        parallel.check_batch_size(cfg.batch_size)
+        agent = parallel.place_agent(agent)
+        console.print(f"updates data-parallel over {parallel.size} devices")
 
     logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
     relabeler = None
@@ -278,6 +293,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
     )
 
+    run_observation = observation_options(cfg).metadata() if cfg.backend != "gym" else None
+
     def checkpoint_now(step: int) -> None:
         save_checkpoint(
             ckpt_dir,
@@ -292,6 +309,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
                 "env_id": cfg.env_id,
                 "cameras": list(cfg.cameras),
                 "image_size": cfg.image_size,
+                "observation": run_observation,
+                "encoder": encoder_metadata(cfg.agent),
             },
         )
 
@@ -342,7 +361,7 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
                 n = cfg.utd_ratio * cfg.update_every
                 t0 = time.perf_counter()
                 batch = sampler.sample(rng, cfg.batch_size, num_minibatches=n)
-                agent, update_info = agent.update(batch, utd_ratio=n)
+                agent, update_info = agent.update(batch, utd_ratio=n, parallel=parallel)
                 # JAX dispatches asynchronously: time the update once it has finished (free,
                 # as the next action needs the new parameters anyway), or the printed rate
                 # counts dispatches.
