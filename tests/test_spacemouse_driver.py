@@ -246,6 +246,27 @@ def test_node_from_report_bytes_to_the_actor_with_unplug_and_reconnect():
         harness.wait_released()
 
 
+def test_missing_device_fails_configure_with_the_reason_in_diagnostics():
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from teleop_helpers import TeleopHarness
+
+    from robot_rl.drivers.teleop.spacemouse import SpaceMouseNode
+
+    bench = SpaceMouseBench()
+    bench.unplug()
+    with TeleopHarness(SpaceMouseNode, bench.open, NODE_PARAMS) as harness:
+        assert not harness.started
+        harness.diagnostics.wait_for(
+            lambda s: s.level == DiagnosticStatus.ERROR
+            and "cannot open the SpaceMouse: open failed" in s.message, "why configure failed")
+        # a lifecycle manager tries again once the device is there
+        bench.plug("SpaceMouse Compact")
+        assert harness.node.start()
+        bench.send(translation(0, 0, -350))
+        command = harness.wait_for(lambda c: c.action[2] < 0, "motion")
+        np.testing.assert_allclose(command.action, [0, 0, -0.5, 0, 0, 0, 0], atol=1e-5)
+
+
 def test_intervene_toggle():
     from teleop_helpers import TeleopHarness
 

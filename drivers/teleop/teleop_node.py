@@ -133,7 +133,11 @@ class TeleopNode(DeviceNode):
     # -- lifecycle ----------------------------------------------------------------------------
     def open_device(self) -> None:
         with self._lock:
-            self._connect()
+            try:
+                self._connect()
+            except DeviceMissing as error:
+                self.problem = str(error)  # diagnostics say why the node is not configured
+                raise
 
     def enable_motion(self) -> None:
         with self._lock:
