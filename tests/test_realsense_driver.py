@@ -298,3 +298,38 @@ def test_the_console_script_names_a_missing_serial_in_one_line(tmp_path):
     assert len(lines) == 1
     assert lines[0].endswith("no RealSense with serial 000000000000 is connected "
                              "(connected: none)")
+
+
+def test_a_stream_the_device_cannot_give_fails_configure_in_one_line():
+    from robot_rl.drivers.cameras.realsense import RealSenseConfig, RealSenseSource
+
+    camera = _software_camera()  # colour only, 640x480 at 30 Hz
+    for config, wanted in ((RealSenseConfig(serial=SERIAL, width=1280, height=720),
+                            "color at 1280x720, 30 Hz"),
+                           (RealSenseConfig(serial=SERIAL, depth=True),
+                            "color and depth at 640x480, 30 Hz")):
+        with pytest.raises(ValueError) as error:
+            RealSenseSource(config, lambda: [camera.device]).open()
+        message = str(error.value)
+        assert message.startswith(f"RealSense {SERIAL} cannot stream {wanted}: ")
+        assert "\n" not in message
+
+
+def test_deactivate_stops_publishing_and_activate_resumes(harness_factory):
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    camera = _software_camera()
+    harness = harness_factory(_node_factory(lambda: [camera.device]))
+    feeder = Feeder(camera)
+    try:
+        wait_until(lambda: len(harness.get("image_raw")) >= 3, 60, "images")
+        assert harness.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+        harness.wait_for_status(lambda s: "inactive" in s.message, 30, "an inactive status")
+        count = len(harness.get("image_raw"))
+        frames = feeder.number
+        wait_until(lambda: feeder.number >= frames + 15, 60, "frames fed while inactive")
+        assert len(harness.get("image_raw")) <= count + 1  # at most one already in flight
+        assert harness.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        wait_until(lambda: len(harness.get("image_raw")) >= count + 5, 60, "images again")
+    finally:
+        feeder.stop()

@@ -24,6 +24,7 @@ from robot_rl.runtime.demos import applied_action
 from robot_rl.runtime.environments import make_env
 from robot_rl.runtime.evaluation import episode_success
 from robot_rl.runtime.interventions import check_interventions, with_interventions
+from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.rate import Rate
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.messages import encode_transition
@@ -32,7 +33,7 @@ from robot_rl.transport.security import ClientKeys
 
 
 @dataclass
-class ActorConfig:
+class ActorConfig(ObservationMode):
     task: str = "pick_cube"
     """Task name (tasks/); the learner refuses an actor whose task or spaces differ."""
     learner: str = "tcp://127.0.0.1:5555"
@@ -42,10 +43,6 @@ class ActorConfig:
     topics (driver or twin nodes), whose clock paces the loop (give --speedup 0)."""
     ros: RosBackendConfig = field(default_factory=RosBackendConfig)
     """The ROS 2 backend's namespaces, staleness bounds and timeouts (backend 'ros' only)."""
-    cameras: tuple[str, ...] = ()
-    """Camera observations (empty: state only)."""
-    image_size: int = 64
-    """Camera image side in pixels."""
     actor_id: str | None = None
     """This actor's name (unique per robot); default <hostname>-<task>."""
     outbox_dir: str | None = None
@@ -83,6 +80,8 @@ class ActorConfig:
         if (self.curve_secret_key is None) != (self.learner_public_key is None):
             raise ValueError("--curve-secret-key and --learner-public-key go together")
         check_interventions(self.interventions, self.backend)
+        self.task_options(self.task)  # refuses a privileged state the mode forbids
+        self.check_reward_source(self.task, None)  # the actor has no reward classifier yet
 
 
 class LearnerRefused(RuntimeError):
@@ -96,7 +95,7 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     outbox = Outbox(
         cfg.outbox_dir or Path("runs") / "actors" / actor_id / "outbox", fsync=cfg.fsync
     )
-    options = {"cameras": tuple(cfg.cameras), "image_size": cfg.image_size}
+    options = cfg.task_options(cfg.task)
     env = make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, options, ros=cfg.ros)
     env = with_interventions(env, cfg.interventions, seed=cfg.seed + outbox.next_seq)
     hello = {

@@ -28,10 +28,11 @@ from robot_rl.agents.checkpoint import (
     save_checkpoint,
 )
 from robot_rl.agents.config import AgentConfig
-from robot_rl.agents.sac import SACAgent
+from robot_rl.agents.pretrained import create_agent, encoder_metadata
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.envs.task import make_task
 from robot_rl.runtime.acting_policy import frozen_trunk_fingerprint, weights_bytes
+from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.recipes import FALLBACK, RECIPES
 from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
@@ -52,13 +53,9 @@ EPISODE_METRICS = {
 
 
 @dataclass
-class LearnerConfig:
+class LearnerConfig(ObservationMode):
     task: str = "pick_cube"
     """Task name (tasks/): its spaces must match the actors'."""
-    cameras: tuple[str, ...] = ()
-    """Camera observations (empty: state only); must match the actors'."""
-    image_size: int = 64
-    """Camera image side in pixels; must match the actors'."""
     bind: str = "tcp://127.0.0.1:5555"
     """Where actors connect. Anything but loopback needs --curve-secret-key and
     --authorized-keys."""
@@ -123,6 +120,7 @@ class LearnerConfig:
             raise ValueError("--resume needs --run-dir of the learner run to continue")
         if self.curve_secret_key is None:
             check_bind(self.bind, None)  # before minutes of setup, not after
+        self.task_options(self.task)  # refuses a privileged state the mode forbids
         self.agent.validate()
 
 
@@ -141,9 +139,11 @@ class Learner:
         self.ckpt_dir = self.run_dir / "checkpoints"
         if not cfg.resume and latest_checkpoint(self.ckpt_dir) is not None:
             raise ValueError(f"{self.run_dir} already holds a run: pass --resume to continue it")
-        task = make_task(cfg.task, cameras=tuple(cfg.cameras), image_size=cfg.image_size)
+        task = make_task(cfg.task, **cfg.task_options(cfg.task))
         self.observation_space, self.action_space = task.observation_space(), task.action_space()
-        self.agent = SACAgent.create(cfg.seed, self.observation_space, self.action_space, cfg.agent)
+        # a resumed run takes its frozen trunk from the checkpoint, not from the weights file
+        self.agent = create_agent(cfg.seed, self.observation_space, self.action_space, cfg.agent,
+                                  load_weights=not cfg.resume)
         self.replay = self._buffer(cfg.replay_capacity)
         self.demos = self._buffer(min(cfg.replay_capacity, 100_000))
         self.rng = np.random.default_rng(cfg.seed)
@@ -170,6 +170,7 @@ class Learner:
             return
         if checkpoint is None:
             return
+        self.cfg.check_matches(read_metadata(checkpoint), str(checkpoint))
         self.agent = restore_agent(checkpoint, self.agent)
         self.replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
         self.demos = ReplayBuffer.load(checkpoint / DEMO_FILE)
@@ -215,9 +216,7 @@ class Learner:
         from robot_rl.runtime.demos import collect_demos
         from robot_rl.sim import make_expert, make_twin_env
 
-        task = make_task(
-            self.cfg.task, cameras=tuple(self.cfg.cameras), image_size=self.cfg.image_size
-        )
+        task = make_task(self.cfg.task, **self.cfg.task_options(self.cfg.task, ground_truth=True))
         env = make_twin_env(task, seed=self.cfg.seed + 20_000)
         counts = collect_demos(
             env, make_expert(task), self.demos, self.cfg.demos, self.cfg.seed + 20_000
@@ -248,6 +247,8 @@ class Learner:
                 "env_id": "",
                 "cameras": list(self.cfg.cameras),
                 "image_size": self.cfg.image_size,
+                "observation": self.cfg.metadata(),
+                "encoder": encoder_metadata(self.cfg.agent),
                 "cursors": self.cursors,
                 "streams": self.streams,
                 "received": self.received,
