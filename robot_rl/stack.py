@@ -109,6 +109,11 @@ class StackConfig:
     cameras: tuple[str, ...] = ()
     """Camera observations of the run (empty: state only)."""
     image_size: int = 64
+    privileged_state: bool | None = None
+    """The twin's object poses in the state (None: the rule of ``ObservationMode``); a robot
+    stack never has them."""
+    robot_mode: bool = False
+    """Observe and score only what drivers publish (always on in a robot stack)."""
     speedup: float = 4.0
     """Twin only: simulated seconds per wall second."""
     camera_rate: float = 20.0
@@ -141,6 +146,15 @@ class StackConfig:
     def actor_id(self) -> str:
         return f"{self.mode}-{self.task}"
 
+    def observation_args(self) -> list[str]:
+        """The actor's and the learner's observation-mode options (robot mode on a robot)."""
+        args = []
+        if self.privileged_state is not None:
+            args += ["--privileged-state", str(self.privileged_state)]
+        if self.robot_mode or self.mode == "robot":
+            args.append("--robot-mode")
+        return args
+
 
 def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[ProcessSpec]:
     """Every process of the stack ``cfg`` describes, drivers first, learner last."""
@@ -148,8 +162,12 @@ def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[Pr
     if unknown:
         raise ValueError(f"unknown stack parts {sorted(unknown)}; choose from {PARTS}")
     from robot_rl.envs.task import make_task
+    from robot_rl.runtime.observation_mode import ObservationMode
 
-    task = make_task(cfg.task, cameras=tuple(cfg.cameras), image_size=cfg.image_size)
+    mode = ObservationMode(cameras=tuple(cfg.cameras), image_size=cfg.image_size,
+                           privileged_state=cfg.privileged_state,
+                           robot_mode=cfg.robot_mode or cfg.mode == "robot")
+    task = make_task(cfg.task, **mode.task_options(cfg.task))
     hardware = None
     if cfg.mode == "robot":
         from robot_rl.hardware import load_hardware
@@ -193,6 +211,7 @@ def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
             "--flush-timeout", "600"]
     if cfg.cameras:
         args += ["--cameras", *cfg.cameras]
+    args += cfg.observation_args()
     if cfg.total_steps is not None:
         args += ["--total-steps", str(cfg.total_steps)]
     if hardware is not None:
@@ -213,6 +232,7 @@ def learner_process(cfg: StackConfig) -> ProcessSpec:
             "--image-size", str(cfg.image_size), "--log-every", str(cfg.log_every)]
     if cfg.cameras:
         args += ["--cameras", *cfg.cameras]
+    args += cfg.observation_args()
     if cfg.total_steps is not None:
         args += ["--total-steps", str(cfg.total_steps)]
     return ProcessSpec(name="learner", role="learner", module=CLI_MODULE,

@@ -43,6 +43,7 @@ SQUARE = np.pi / 2
 class PegInsertTask(Task):
     name = "peg_insert"
     robot = "arm"
+    reward_needs_twin = True  # scoring reads object poses: a robot uses a reward classifier
 
     max_episode_steps: int = 100
     step_size: float = 0.015

@@ -44,6 +44,7 @@ about 0.35, on one turned in the hand about 0.15; above 0.9 they closed on nothi
 class PickCubeTask(Task):
     name = "pick_cube"
     robot = "arm"
+    reward_needs_twin = True  # scoring reads object poses: a robot uses a reward classifier
 
     max_episode_steps: int = 100
     step_size: float = 0.02

@@ -86,7 +86,7 @@ def test_make_trunk():
     assert isinstance(make_trunk("resnet10", normalize_imagenet=False), ResNet10Trunk)
     with pytest.raises(ValueError, match="conv, resnet10"):
         make_trunk("resnet50")
-    assert set(TRUNKS) == {"conv", "resnet10"}
+    assert set(TRUNKS) == {"conv", "resnet10", "serl_resnet10"}
 
 
 def test_importing_encoders_does_not_import_torch():

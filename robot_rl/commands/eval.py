@@ -25,6 +25,9 @@ class EvalConfig:
     """Side of the video frames in pixels."""
     json_out: bool = False
     """Print the result as one JSON line instead of text."""
+    privileged_state: bool | None = None
+    """Override the checkpoint's recorded privileged state (a checkpoint written before runs
+    recorded their observation mode had it on)."""
 
 
 def run(config: EvalConfig) -> int:
@@ -39,6 +42,7 @@ def run(config: EvalConfig) -> int:
     from robot_rl.agents.sac import SACAgent
     from robot_rl.runtime.environments import make_env
     from robot_rl.runtime.evaluation import evaluate
+    from robot_rl.runtime.observation_mode import observation_from_metadata
     from robot_rl.runtime.video import VideoRecorder
 
     if config.episodes < 1:
@@ -48,11 +52,17 @@ def run(config: EvalConfig) -> int:
     if path is None:
         console.print(f"[red]error:[/] no checkpoint at {config.checkpoint}")
         return 2
-    meta = read_metadata(path)
+    try:
+        meta = read_metadata(path)
+    except CheckpointError as err:  # a damaged meta.json: one line that names it
+        console.print(f"[red]error:[/] {err}")
+        return 2
     task = config.task or meta.get("task")
-    options = {"cameras": tuple(meta.get("cameras", ())), "image_size": meta.get("image_size", 64)}
     backend, env_id = meta.get("backend", "twin"), meta.get("env_id", "")
     try:
+        # the observation mode the checkpoint was trained in, scored by the twin's ground truth
+        mode = observation_from_metadata(meta, privileged_state=config.privileged_state)
+        options = mode.task_options(task, ground_truth=True) if backend != "gym" else {}
         env = make_env(backend, task, env_id, config.seed, options)
         template = SACAgent.create(0, env.observation_space, env.action_space, read_config(path))
         agent = restore_agent(path, template)

@@ -23,6 +23,7 @@ import numpy as np
 from rich.console import Console
 
 from robot_rl.ros.config import RosBackendConfig
+from robot_rl.runtime.observation_mode import ObservationMode
 
 
 class DemoSource(Protocol):
@@ -98,7 +99,7 @@ SOURCES = {
 
 
 @dataclass
-class RecordDemosConfig:
+class RecordDemosConfig(ObservationMode):
     task: str = "pick_cube"
     """Task to demonstrate (tasks/)."""
     episodes: int = 20
@@ -115,10 +116,6 @@ class RecordDemosConfig:
     """'twin': the in-process twin; 'ros': the task over the ROS 2 driver topics (teleop only)."""
     ros: RosBackendConfig = field(default_factory=RosBackendConfig)
     """The ROS 2 backend's namespaces, staleness bounds and timeouts (--backend ros only)."""
-    cameras: tuple[str, ...] = ()
-    """Camera observations to record (e.g. front wrist); empty: state only."""
-    image_size: int = 64
-    """Camera image side in pixels (must match the training run's)."""
     seed: int = 0
     """Seed of the first episode's reset (attempt i uses seed + i)."""
     max_attempts: int | None = None
@@ -195,7 +192,9 @@ def run(config: RecordDemosConfig, teleop=None) -> int:
 
     env = None
     try:
-        options = {"cameras": tuple(config.cameras), "image_size": config.image_size}
+        # demos are kept on the task's success: in robot mode that needs another judge
+        config.check_reward_source(config.task, None)
+        options = config.task_options(config.task)
         env = make_env(config.backend, config.task, "", config.seed, options, ros=config.ros)
         if config.source == "teleop":
             source = TeleopDemoSource(env, config, teleop=teleop)

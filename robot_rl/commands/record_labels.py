@@ -168,12 +168,14 @@ def run(config: RecordLabelsConfig) -> int:
         return 2
     from robot_rl.rewards.labels import save_labels
     from robot_rl.runtime.environments import make_env
+    from robot_rl.runtime.observation_mode import ObservationMode
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = config.out or f"labels/{config.task}-{config.camera}{config.image_size}-{stamp}.npz"
     try:
-        options = {"cameras": (config.camera,), "image_size": config.image_size}
-        env = make_env("twin", config.task, "", config.seed, options)
+        # frames only: with a camera given, the state carries no privileged entries either
+        mode = ObservationMode(cameras=(config.camera,), image_size=config.image_size)
+        env = make_env("twin", config.task, "", config.seed, mode.task_options(config.task))
     except ValueError as err:
         console.print(f"[red]error:[/] {err}")
         return 2

@@ -27,6 +27,7 @@ import tyro
 from rich.console import Console
 
 from robot_rl.agents.config import AgentConfig
+from robot_rl.runtime.observation_mode import ObservationMode
 
 LEARNER_AGENT = AgentConfig(num_critics=10, critic_subsample=2, init_temperature=0.01)
 """``robot-rl learner``'s default agent: only fields that differ from it are passed on."""
@@ -34,17 +35,13 @@ LEARNER_BATCH_SIZE, LEARNER_UTD_RATIO = 256, 2
 
 
 @dataclass
-class UpConfig:
+class UpConfig(ObservationMode):
     mode: tyro.conf.Positional[Literal["sim", "robot"]]
     """'sim': the MuJoCo twin's nodes; 'robot': the driver nodes of --hardware."""
     task: str = "pick_cube"
     """Task name (tasks/)."""
     hardware: str | None = None
     """Hardware file of the robot setup (hardware/*.yaml); needed for 'robot'."""
-    cameras: tuple[str, ...] = ()
-    """Camera observations (empty: state only; pick_cube then uses the twin's cube pose)."""
-    image_size: int = 64
-    """Camera image side in pixels."""
     speedup: float = 4.0
     """Twin only: simulated seconds per wall second (the actor keeps the task's rate in
     simulated time)."""
@@ -81,6 +78,15 @@ class UpConfig:
         if self.eval_episodes < 0 or self.grace < 0:
             raise ValueError("--eval-episodes and --grace must be >= 0")
         self.agent.validate()
+        mode = self.observation()
+        mode.task_options(self.task)  # refuses a privileged state the mode forbids
+        mode.check_reward_source(self.task, None)  # the actor has no reward classifier yet
+
+    def observation(self) -> ObservationMode:
+        """The run's observation mode: robot mode always in 'up robot'."""
+        return ObservationMode(cameras=tuple(self.cameras), image_size=self.image_size,
+                               privileged_state=self.privileged_state,
+                               robot_mode=self.robot_mode or self.mode == "robot")
 
 
 def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> list[str]:
@@ -117,7 +123,8 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         learner_args += ["--start-steps", str(cfg.start_steps)]
     return StackConfig(
         task=cfg.task, mode=cfg.mode, hardware=cfg.hardware, cameras=tuple(cfg.cameras),
-        image_size=cfg.image_size, speedup=cfg.speedup, seed=cfg.seed,
+        image_size=cfg.image_size, privileged_state=cfg.privileged_state,
+        robot_mode=cfg.robot_mode, speedup=cfg.speedup, seed=cfg.seed,
         learner_endpoint=endpoint, run_dir=str(run_dir), total_steps=cfg.total_steps,
         log_every=cfg.log_every, learner_args=tuple(learner_args),
     )

@@ -87,11 +87,19 @@ class RobotEnv(gym.Env):
             return self._stale_step(error, applied)
         self._reading = reading
         self._steps += 1
-        success = self.task.success(reading)
-        terminated = self.task.terminated(reading)
+        reward, terminated, info = self._score(reading)
         truncated = not terminated and self._steps >= self.task.max_episode_steps
-        info = {"success": success, "applied_action": applied, **self.task.info(reading)}
-        return self.task.observe(reading), self.task.reward(reading), terminated, truncated, info
+        info = {**info, "applied_action": applied}
+        return self.task.observe(reading), reward, terminated, truncated, info
+
+    def _score(self, reading) -> tuple[float, bool, dict]:
+        """(reward, terminated, info with ``success``) from the task; in robot mode, for a task
+        whose scoring reads the twin, none is computed: nothing here touches a twin-only
+        reading, and a reward classifier or the operator (wrappers) scores the step."""
+        if not self.task.scores_itself:
+            return 0.0, False, {"success": False}
+        info = {"success": self.task.success(reading), **self.task.info(reading)}
+        return self.task.reward(reading), self.task.terminated(reading), info
 
     def _stale_step(self, error: StaleReadingError, applied: np.ndarray):
         """A truncated step on the last good reading; ``applied`` is what reached the robot
@@ -101,9 +109,9 @@ class RobotEnv(gym.Env):
         reason = str(error) or type(error).__name__
         logger.warning("stale reading, step truncated and robot holding: %s", reason)
         reading = self._reading
-        info = {"success": False, "applied_action": applied, "stale": reason,
-                **self.task.info(reading)}
-        return self.task.observe(reading), self.task.reward(reading), False, True, info
+        reward, _, info = self._score(reading)
+        info = {**info, "success": False, "applied_action": applied, "stale": reason}
+        return self.task.observe(reading), reward, False, True, info
 
     @property
     def reading(self):

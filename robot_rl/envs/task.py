@@ -25,6 +25,9 @@ class Task(abc.ABC):
     name = "task"
     robot = "arm"  # which backend kind drives it: "arm" or "car"
     ends_on_success = True  # success is a real termination (no bootstrap past it)
+    reward_needs_twin = False
+    """True when reward, success and failure read readings only the twin has (object poses):
+    on a robot such a task scores nothing itself (``ground_truth=False``)."""
 
     cameras: tuple[str, ...] = ()
     """Camera observations to use (empty: state only)."""
@@ -36,6 +39,11 @@ class Task(abc.ABC):
     """Policy rate in Hz."""
     max_episode_steps: int = 100
     """Steps before the episode is truncated (a truncation bootstraps)."""
+    ground_truth: bool = True
+    """Score steps with the task's own reward, success and failure. False in robot mode for a
+    task whose scoring reads the twin (``reward_needs_twin``): the env then reads no such
+    reading, pays 0 and ends episodes only on time; a reward classifier or the operator
+    decides success (robot_rl.rewards)."""
 
     def __post_init__(self) -> None:
         if self.reward_type not in ("dense", "sparse"):
@@ -47,6 +55,18 @@ class Task(abc.ABC):
 
     def replace(self, **changes) -> Task:
         return dataclasses.replace(self, **changes)
+
+    @property
+    def scores_itself(self) -> bool:
+        """Whether the env computes reward, success and failure from this task."""
+        return self.ground_truth or not self.reward_needs_twin
+
+    def reads_twin(self) -> bool:
+        """Whether any observation or score of this task reads a twin-only reading: what the
+        ROS backend must subscribe to ``/sim/`` topics for."""
+        return bool(getattr(self, "privileged_state", False)) or (
+            self.reward_needs_twin and self.ground_truth
+        )
 
     # -- spaces ---------------------------------------------------------------------------
     @abc.abstractmethod

@@ -386,8 +386,9 @@ def _imu_entries(msg: Imu) -> Reading:
 
 
 def _privileged_objects(task) -> tuple[str, ...]:
-    """The twin objects a task's privileged state reads (none for a real-robot task)."""
-    if not getattr(task, "privileged_state", False):
+    """The twin objects a task's privileged state or scoring reads (none in robot mode:
+    ``Task.reads_twin``)."""
+    if not task.reads_twin():
         return ()
     from robot_rl.sim.arm_scenes import build_scene  # MJCF text only; no MuJoCo import
 

@@ -19,6 +19,7 @@ from flax import serialization
 
 from robot_rl.agents.acting import act
 from robot_rl.agents.checkpoint import config_from_json
+from robot_rl.agents.pretrained import create_agent
 from robot_rl.agents.sac import SACAgent
 
 
@@ -48,7 +49,10 @@ class ActingPolicy:
         action_space: gym.spaces.Box,
     ):
         config = config_from_json(welcome["agent_config"])
-        agent = SACAgent.create(int(welcome["seed"]), observation_space, action_space, config)
+        try:  # a pretrained trunk is read from the file the learner names (checked below)
+            agent = create_agent(int(welcome["seed"]), observation_space, action_space, config)
+        except FileNotFoundError as err:
+            raise ValueError(f"the learner's frozen trunk is pretrained: {err}") from err
         if frozen_trunk_fingerprint(agent) != welcome.get("frozen_trunk"):
             raise ValueError(
                 "this actor's frozen image trunk differs from the learner's (another pretrained "

@@ -4,10 +4,17 @@ The control loop never waits on the network: a transition goes into the disk-bac
 (a local append) and the transport thread sends it when it can; weights are picked up from a
 slot between steps. Until the learner's first trained weights arrive (version 1, after its
 ``start_steps``), actions are uniformly random, as in the single-process loop.
+
+A full disk stops the loop between steps (the robot holds: its driver's watchdog sees no new
+command) until acknowledgements or the operator free space, then it goes on; after
+``disk_full_timeout`` the actor exits non-zero with its outbox intact. A transition the learner
+would refuse (a reward or observation that is not finite, or beyond the bound, in the dtype it
+is stored in) stops the actor before it reaches the outbox, where it would block the stream.
 """
 
 from __future__ import annotations
 
+import shutil
 import socket
 import time
 from dataclasses import dataclass, field
@@ -27,9 +34,10 @@ from robot_rl.runtime.interventions import check_interventions, with_interventio
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.rate import Rate
 from robot_rl.transport.client import TransportClient
-from robot_rl.transport.messages import encode_transition
-from robot_rl.transport.outbox import Outbox
+from robot_rl.transport.messages import DEFAULT_VALUE_BOUND, check_values, encode_transition
+from robot_rl.transport.outbox import Outbox, is_disk_full
 from robot_rl.transport.security import ClientKeys
+from robot_rl.transport.wire import WireError
 
 
 @dataclass
@@ -67,6 +75,9 @@ class ActorConfig(ObservationMode):
     flush_timeout: float = 30.0
     """At the end of the run, wait this long for the learner to acknowledge the outbox (what
     is left stays on disk and is sent by the next run with the same outbox)."""
+    disk_full_timeout: float = 300.0
+    """Seconds to hold the robot while the outbox's disk is full (acknowledgements free
+    space); then the actor exits non-zero with the outbox intact."""
     log_every: float = 5.0
     """Seconds between progress lines."""
     interventions: Literal["off", "sim", "ros"] = "off"
@@ -85,16 +96,31 @@ class ActorConfig(ObservationMode):
 
 
 class LearnerRefused(RuntimeError):
-    """The learner refused this actor (task, spaces, protocol or keys differ)."""
+    """The learner refused this actor (task, spaces, protocol or keys differ) or its data."""
+
+
+class OutboxFull(RuntimeError):
+    """The outbox's disk stayed full for ``disk_full_timeout``."""
 
 
 def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     cfg.validate()
     console = console or Console(soft_wrap=True)
     actor_id = cfg.actor_id or f"{socket.gethostname()}-{cfg.task}"
-    outbox = Outbox(
-        cfg.outbox_dir or Path("runs") / "actors" / actor_id / "outbox", fsync=cfg.fsync
-    )
+    outbox_dir = Path(cfg.outbox_dir or Path("runs") / "actors" / actor_id / "outbox")
+    made = None if outbox_dir.exists() else outbox_dir  # the outermost folder this run makes
+    while made is not None and not made.parent.exists():
+        made = made.parent
+    outbox = Outbox(outbox_dir, fsync=cfg.fsync)
+    try:
+        return _act(cfg, console, actor_id, outbox)
+    finally:
+        outbox.close()
+        if made is not None and outbox.next_seq == 0:  # a run that stored nothing leaves nothing
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> dict:
     options = cfg.task_options(cfg.task)
     env = make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, options, ros=cfg.ros)
     env = with_interventions(env, cfg.interventions, seed=cfg.seed + outbox.next_seq)
@@ -139,6 +165,10 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
         while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
             if client.refused_reason and not client.connected:
                 raise LearnerRefused(client.refused_reason)
+            if client.data_refused:
+                raise LearnerRefused(
+                    f"its transitions: {client.data_refused} (they stay in {outbox.directory})"
+                )
             if cfg.max_learner_lag is not None and (simulated or episode["length"] == 0):
                 _wait_for_learner(client, cfg.max_learner_lag)
             if updater.error is not None:
@@ -151,9 +181,18 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
             next_obs, reward, terminated, truncated, info = env.step(action)
             applied = applied_action(info, action)
             intervened = bool(info.get("intervened", False))
-            outbox.append(
-                encode_transition(obs, applied, reward, terminated, truncated, next_obs, intervened)
+            bound = (client.welcome or {}).get("value_bound", DEFAULT_VALUE_BOUND)
+            try:
+                check_values(obs, reward, next_obs, bound)
+            except WireError as err:
+                raise ValueError(
+                    f"the environment produced a transition the learner would refuse ({err}): "
+                    "a broken sensor or reward function; nothing of it was stored"
+                ) from err
+            frame = encode_transition(
+                obs, applied, reward, terminated, truncated, next_obs, intervened
             )
+            _store(outbox, frame, cfg.disk_full_timeout, console)
             steps += 1
             episode["return"] += float(reward)
             episode["length"] += 1
@@ -193,9 +232,17 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     finally:
         updater.stop()
         client.stop()
-        outbox.close()
         env.close()
     period = rate.period_stats()
+    if outbox.backlog:
+        why = client.refused_reason or client.data_refused or client.silence_reason
+        console.print(
+            f"[red]not acknowledged[/]: {outbox.backlog} transitions (from sequence "
+            f"{outbox.acked}) within --flush-timeout {cfg.flush_timeout:g} s"
+            + (f" ({why})" if why else "")
+            + f"; they stay in {outbox.directory} and go to the learner with the next actor run "
+            "on that outbox"
+        )
     return {
         "actor": actor_id,
         "steps": steps,
@@ -205,6 +252,40 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
         "control_period_ms_p50": period["p50_ms"],
         "control_period_ms_p99": period["p99_ms"],
     }
+
+
+def _store(outbox: Outbox, payload: bytes, timeout: float, console: Console) -> None:
+    """Append to the outbox; on a full disk hold (no step, so no command) and retry until
+    acknowledgements free space, or raise OutboxFull after ``timeout`` seconds."""
+    try:
+        outbox.append(payload)
+        return
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        reason = err.strerror or str(err)
+    console.print(
+        f"[red]outbox: {reason}[/] ({outbox.directory}): holding the robot until there is "
+        f"space (acknowledged data is deleted as the learner confirms it); giving up in "
+        f"{timeout:g} s"
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        time.sleep(0.5)
+        try:
+            outbox.append(payload)
+        except OSError as err:
+            if not is_disk_full(err):
+                raise
+            if time.monotonic() > deadline:
+                raise OutboxFull(
+                    f"outbox: {reason} for {timeout:g} s; stopping with the outbox intact "
+                    f"({outbox.backlog} unacknowledged transitions wait in {outbox.directory} "
+                    "for the next actor run)"
+                ) from None
+            continue
+        console.print("outbox: space is back; going on")
+        return
 
 
 def _wait_for_learner(client: TransportClient, max_lag: int) -> None:

@@ -5,13 +5,19 @@ The update-to-data ratio is enforced where batches are sampled: the loop may run
 it is ahead it blocks on the arrival queue instead of sleeping. Weights go to the actors every
 ``publish_every`` updates. Checkpoints hold the agent, its optimisers, both buffers and each
 actor's sequence cursor; with the ingest log replayed on top, ``--resume`` after a crash stores
-every acknowledged transition exactly once.
+every acknowledged transition exactly once. A logged transition that this learner would refuse
+today (written by an older, laxer version) is skipped with a warning, never fatal.
+
+A checkpoint that cannot be written (a full disk) costs one line and is tried again at the next
+interval: everything acknowledged since the last one is in the ingest log. Only the final
+checkpoint's failure ends the run with an error.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import queue
+import shutil
 import signal
 import time
 from dataclasses import dataclass, field
@@ -37,9 +43,11 @@ from robot_rl.runtime.recipes import FALLBACK, RECIPES
 from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
 from robot_rl.transport.ingest_log import IngestLog
-from robot_rl.transport.messages import decode_transition
+from robot_rl.transport.messages import DEFAULT_VALUE_BOUND, decode_transition
+from robot_rl.transport.outbox import is_disk_full
 from robot_rl.transport.security import ServerKeys, check_bind
 from robot_rl.transport.server import TransportServer
+from robot_rl.transport.wire import WireError
 
 EXTRA_FIELDS = {"actor": ((), np.int32), "seq": ((), np.int64), "intervened": ((), np.bool_)}
 """Per transition: which actor (its stream index), its sequence number, operator override."""
@@ -92,6 +100,9 @@ class LearnerConfig(ObservationMode):
     """Seconds between checkpoints (also written on exit and on Ctrl-C / SIGTERM)."""
     fsync: str = "always"
     """Ingest log flush policy before an acknowledgement: 'always', 'every:N' or 'never'."""
+    value_bound: float = DEFAULT_VALUE_BOUND
+    """Largest magnitude of a reward or an observation entry accepted from an actor (checked
+    in float32, as stored); a transition beyond it is refused, never stored."""
     log_every: float = 5.0
     """Seconds between progress lines."""
     agent: AgentConfig = field(
@@ -118,6 +129,8 @@ class LearnerConfig(ObservationMode):
             raise ValueError("--curve-secret-key and --authorized-keys go together")
         if self.resume and self.run_dir is None:
             raise ValueError("--resume needs --run-dir of the learner run to continue")
+        if not self.value_bound > 0:
+            raise ValueError(f"value_bound must be > 0, got {self.value_bound}")
         if self.curve_secret_key is None:
             check_bind(self.bind, None)  # before minutes of setup, not after
         self.task_options(self.task)  # refuses a privileged state the mode forbids
@@ -126,6 +139,10 @@ class LearnerConfig(ObservationMode):
 
 def _interrupt(*_) -> None:
     raise KeyboardInterrupt  # SIGTERM (a process manager stopping us) checkpoints like Ctrl-C
+
+
+class CheckpointWriteError(RuntimeError):
+    """The final checkpoint could not be written (the ingest log still holds the data)."""
 
 
 class Learner:
@@ -151,6 +168,7 @@ class Learner:
         self.streams: dict[str, int] = {}  # actor -> replay stream index
         self.received = self.updates = self.version = self.episodes = 0
         self.recent_success: list[float] = []
+        self._checkpoint_failing = self._metrics_failing = False
         self._restore()
         self.logger = RunLogger(self.run_dir, dataclasses.asdict(cfg), resume=cfg.resume)
         self.ingest_log = IngestLog(self.run_dir / "ingest", fsync=cfg.fsync)
@@ -164,6 +182,11 @@ class Learner:
     def _restore(self) -> None:
         checkpoint = latest_checkpoint(self.ckpt_dir) if self.cfg.resume else None
         if self.cfg.resume and checkpoint is None:
+            if not IngestLog.holds_records(self.run_dir / "ingest"):
+                raise ValueError(
+                    f"--resume: {self.run_dir} holds no checkpoint and no logged transitions, "
+                    "so there is nothing to resume (leave out --resume to start a new run)"
+                )
             self.console.print(
                 f"no checkpoint in {self.ckpt_dir} yet: starting from the ingest log"
             )
@@ -183,21 +206,37 @@ class Learner:
 
     def _replay_ingest_log(self) -> None:
         """Acknowledged batches newer than the checkpoint go into the replay again."""
-        replayed = 0
+        replayed = skipped = 0
         for actor, first_seq, items in self.ingest_log.batches():
             for offset, item in enumerate(items):
                 seq = first_seq + offset
-                if seq < self.cursors.get(actor, 0):
+                if seq < self.cursors.get(actor, -1):
                     continue
-                transition = decode_transition(item, self.observation_space, self.action_space)
+                try:
+                    transition = decode_transition(
+                        item, self.observation_space, self.action_space, self.cfg.value_bound
+                    )
+                except WireError as err:
+                    # Logged by a laxer version (or with a larger --value-bound): storing it
+                    # would stop training on every resume. The stream goes on past it.
+                    where = f"transition {seq} of actor {actor}"
+                    self.console.print(f"[yellow]ingest log:[/] skipping {where}: {err}")
+                    self.cursors[actor] = seq + 1
+                    skipped += 1
+                    continue
                 self._insert(actor, seq, transition)
                 replayed += 1
-        if replayed:
-            self.console.print(f"ingest log: {replayed} acknowledged transitions restored")
+        if replayed or skipped:
+            self.console.print(
+                f"ingest log: {replayed} acknowledged transitions restored"
+                + (f", {skipped} invalid ones skipped" if skipped else "")
+            )
 
     def _insert(self, actor: str, seq: int, t: dict) -> None:
-        expected = self.cursors.get(actor, 0)
-        if seq != expected:
+        # A stream may begin, or go on, past where this learner stopped: the transport starts
+        # an actor new to this run at the first transition it still holds (and says so).
+        expected = self.cursors.get(actor, seq)
+        if seq < expected:
             raise RuntimeError(f"actor {actor}: sequence {seq} arrived where {expected} was due")
         stream = self.streams.setdefault(actor, len(self.streams))
         kwargs = dict(stream=stream, actor=stream, seq=seq, intervened=t["intervened"])
@@ -231,9 +270,39 @@ class Learner:
             "agent_config": config_to_json(self.agent.config),
             "seed": self.cfg.seed,
             "frozen_trunk": frozen_trunk_fingerprint(self.agent),
+            "value_bound": self.cfg.value_bound,
         }
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, final: bool = False) -> bool:
+        """Write a checkpoint; on a full disk say so in one line and return False (a final
+        one raises CheckpointWriteError instead)."""
+        try:
+            segment = self._write_checkpoint()
+        except OSError as err:
+            for partial in self.ckpt_dir.glob(".tmp_step_*"):
+                shutil.rmtree(partial, ignore_errors=True)  # give the space back
+            why = "the disk is full" if is_disk_full(err) else f"{err.strerror or err}"
+            if final:
+                raise CheckpointWriteError(
+                    f"the final checkpoint could not be written to {self.ckpt_dir}: {why}; "
+                    f"everything acknowledged is in the ingest log: free space and run again "
+                    f"with --resume --run-dir {self.run_dir}"
+                ) from err
+            if not self._checkpoint_failing:
+                self.console.print(
+                    f"[red]checkpoint failed[/]: {why} ({self.ckpt_dir}); training goes on, "
+                    f"acknowledged data stays in the ingest log, retrying every "
+                    f"{self.cfg.checkpoint_interval:g} s"
+                )
+            self._checkpoint_failing = True
+            return False
+        self.ingest_log.prune(segment)
+        if self._checkpoint_failing:
+            self.console.print("checkpoint written again")
+            self._checkpoint_failing = False
+        return True
+
+    def _write_checkpoint(self) -> int:
         segment = self.ingest_log.rotate()
         self._drain(block=False)  # everything logged before the rotation is now in the replay
         save_checkpoint(
@@ -258,7 +327,17 @@ class Learner:
                 "numpy_rng": self.rng.bit_generator.state,
             },
         )
-        self.ingest_log.prune(segment)
+        return segment
+
+    def _log_scalars(self, step: int, values: dict) -> None:
+        try:
+            self.logger.scalars(step, values)
+        except OSError as err:  # metrics are not worth stopping training for
+            if not self._metrics_failing:
+                self.console.print(f"[yellow]metrics not written[/]: {err.strerror or err}")
+            self._metrics_failing = True
+        else:
+            self._metrics_failing = False
 
     def _drain(self, block: bool) -> int:
         count = 0
@@ -281,7 +360,7 @@ class Learner:
             success = float(episode.get("success", 0.0))
             self.recent_success.append(success)
             values = {EPISODE_METRICS[k]: v for k, v in episode.items() if k in EPISODE_METRICS}
-            self.logger.scalars(self.received, values)
+            self._log_scalars(self.received, values)
 
     def allowed_updates(self) -> int:
         if self.received < max(self.cfg.start_steps, 1):
@@ -321,6 +400,7 @@ class Learner:
             ingest_log=self.ingest_log,
             cursors=self.cursors,
             keys=keys,
+            value_bound=cfg.value_bound,
         ).start()
         self._received_at_start = self.received
         self.publish()
@@ -358,14 +438,14 @@ class Learner:
                     ups = (self.updates - log_updates) / max(now - last_log, 1e-9)
                     self._progress(ups)
                     if self.updates > log_updates:
-                        self.logger.scalars(self.received, {k: float(v) for k, v in info.items()})
+                        self._log_scalars(self.received, {k: float(v) for k, v in info.items()})
                     last_log, log_updates = now, self.updates
                 if now - last_ckpt >= cfg.checkpoint_interval:
                     self.checkpoint()
                     last_ckpt = now
-            self.checkpoint()
+            self.checkpoint(final=True)
         except KeyboardInterrupt:
-            self.checkpoint()
+            self.checkpoint(final=True)
             self.console.print(
                 f"[yellow]interrupted[/]: checkpoint written; --resume --run-dir {self.run_dir}"
             )
@@ -382,7 +462,10 @@ class Learner:
             "actors": sorted(self.cursors),
             "update_seconds": update_time,
         }
-        self.logger.finish(summary)
+        try:
+            self.logger.finish(summary)
+        except OSError as err:
+            self.console.print(f"[yellow]summary not written[/]: {err.strerror or err}")
         self.console.print(
             "[bold]learner done[/]: " + ", ".join(f"{k} {v}" for k, v in summary.items())
         )

@@ -1,0 +1,123 @@
+"""What a run observes and what scores it, as one set of options every command shares.
+
+``train``, ``actor``, ``learner``, ``up`` and ``record-demos`` take their cameras, image size,
+privileged state and robot mode from ``ObservationMode`` (their config classes derive from it),
+so the rule lives here once:
+
+- privileged state (the twin's object poses in the state vector) is on by default only when no
+  camera is given: a run with cameras learns from what a robot would see;
+- robot mode (``up robot`` sets it) observes and scores only what a robot's drivers publish: no
+  privileged state, no twin reading in reward, success or termination, so no ``/sim/`` topic;
+  a task whose scoring reads the twin then needs a reward source (a reward classifier).
+
+Checkpoints record the resolved mode (``metadata``) so that ``eval``, ``--resume`` and actors
+rebuild the same observation space. Pure Python: no JAX, MuJoCo or ROS import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(kw_only=True)
+class ObservationMode:
+    cameras: tuple[str, ...] = ()
+    """Camera observations (empty: state only)."""
+    image_size: int = 64
+    """Camera image side in pixels."""
+    privileged_state: bool | None = None
+    """Append the twin's object poses to the state (twin only); default: True without
+    cameras, False with cameras; always False in robot mode."""
+    robot_mode: bool = False
+    """Observe and score only what the robot's drivers publish (`up robot` sets it): no
+    privileged state, no twin reading in reward, success or termination, no /sim/ topic."""
+
+    def resolved_privileged_state(self) -> bool:
+        if self.robot_mode:
+            if self.privileged_state:
+                raise ValueError(
+                    "robot mode observes only what the robot's drivers publish: "
+                    "--privileged-state True is for the twin"
+                )
+            return False
+        if self.privileged_state is None:
+            return not self.cameras
+        return bool(self.privileged_state)
+
+    def task_options(self, task: str, *, ground_truth: bool | None = None) -> dict:
+        """``make_task`` keyword arguments for ``task`` in this mode. ``ground_truth=True``
+        scores with the task's own ground truth whatever the mode (evaluation on the twin)."""
+        task_class = _task_class(task)
+        options: dict = {"cameras": tuple(self.cameras), "image_size": self.image_size}
+        names = {f.name for f in dataclasses.fields(task_class)}
+        privileged = self.resolved_privileged_state()
+        if "privileged_state" in names:
+            options["privileged_state"] = privileged
+        elif self.privileged_state:
+            raise ValueError(f"task {task!r} has no privileged state to turn on")
+        if ground_truth is None:
+            ground_truth = not (self.robot_mode and task_class.reward_needs_twin)
+        if not ground_truth:
+            options["ground_truth"] = False
+        return options
+
+    def check_reward_source(self, task: str, reward_source: str | None) -> None:
+        """Refuse robot mode on a task whose scoring reads the twin when nothing else scores."""
+        if self.robot_mode and reward_source is None and _task_class(task).reward_needs_twin:
+            raise ValueError(
+                f"robot mode: {task}'s reward and success read the twin's object poses, which a "
+                "robot does not have; give a reward source (--reward-classifier DIR)"
+            )
+
+    def metadata(self) -> dict:
+        """The resolved mode as checkpoints record it."""
+        return {
+            "cameras": list(self.cameras),
+            "image_size": self.image_size,
+            "privileged_state": self.resolved_privileged_state(),
+            "robot_mode": self.robot_mode,
+        }
+
+    def check_matches(self, meta: dict, where: str) -> None:
+        """Refuse to continue a checkpoint written in another observation mode (``--resume``)."""
+        saved = observation_from_metadata(meta).metadata()
+        now = self.metadata()
+        differences = [
+            f"{k}: checkpoint has {saved[k]!r}, this run has {now[k]!r}"
+            for k in ("cameras", "image_size", "privileged_state")
+            if saved[k] != now[k]
+        ]
+        if differences:
+            raise ValueError(
+                f"{where} was trained in another observation mode: " + "; ".join(differences)
+            )
+
+
+def observation_from_metadata(meta: dict, **overrides) -> ObservationMode:
+    """The mode a checkpoint was trained in. Checkpoints older than this record had the
+    tasks' default: privileged state on."""
+    saved = meta.get("observation") or {}
+    privileged = saved.get("privileged_state", meta.get("privileged_state", True))
+    mode = ObservationMode(
+        cameras=tuple(saved.get("cameras", meta.get("cameras", ()))),
+        image_size=int(saved.get("image_size", meta.get("image_size", 64))),
+        privileged_state=privileged,
+        robot_mode=bool(saved.get("robot_mode", False)),
+    )
+    return dataclasses.replace(mode, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def observation_options(config) -> ObservationMode:
+    """The ObservationMode part of a command's config (which derives from it)."""
+    return ObservationMode(**{f.name: getattr(config, f.name)
+                              for f in dataclasses.fields(ObservationMode)})
+
+
+def _task_class(task: str):
+    import robot_rl.tasks  # noqa: F401  (registers the tasks)
+    from robot_rl.envs.task import TASKS
+
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; known: {', '.join(sorted(TASKS))}")
+    return TASKS[task]
