@@ -1,6 +1,6 @@
 """The robot side of a real setup: the driver nodes its hardware file names, and the actor.
 
-    ros2 launch robot_rl robot.launch.py hardware:=hardware/franka_example.yaml \
+    ros2 launch robot_rl robot.launch.py hardware:=hardware/fr3_realsense_spacemouse.yaml \
         task:=pick_cube cameras:=front,wrist learner:=tcp://gpu-host:5555
 
 The learner runs elsewhere (``learner.launch.py`` or ``robot-rl learner`` on the GPU host);

@@ -5,7 +5,7 @@ observation name each one serves, its namespace) and the driver nodes to start: 
 PATH with their namespace and parameters. The drivers themselves come from ``drivers/``; a file
 may name executables that are not installed yet (``missing_executables`` says which), so the
 file can be written and validated before its drivers exist. Format:
-``hardware/franka_example.yaml``.
+``hardware/fr3_realsense_spacemouse.yaml``.
 """
 
 from __future__ import annotations
@@ -201,7 +201,9 @@ def _check_parameter_names(where: _Where, device, parameters: dict, key: str) ->
     the driver's libraries are not installed (the file can still be written and checked)."""
     try:
         known = device.parameter_names()
-    except (ImportError, AttributeError):
+    except ImportError as error:
+        if (error.name or "").startswith("robot_rl"):
+            raise
         return
     unknown = sorted(set(parameters) - set(known) - {"use_sim_time", "autostart"})
     if unknown:

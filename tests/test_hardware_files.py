@@ -3,10 +3,12 @@ it, and a parameter the driver does not have is refused at load time, not ignore
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from robot_rl.drivers.registry import DEVICES
-from robot_rl.hardware import HardwareError, parse_hardware
+from robot_rl.hardware import HardwareError, load_hardware, parse_hardware
 
 
 def _file(*nodes):
@@ -61,3 +63,25 @@ def test_a_parameter_the_driver_does_not_have_is_refused():
     with pytest.raises(HardwareError, match=r"nodes\[0\].parameters: franka has no parameters "
                                             r"\['stifness'\]"):
         parse_hardware(_file(node), "cell.yaml")
+
+
+HARDWARE_FILES = sorted((Path(__file__).parents[1] / "hardware").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", HARDWARE_FILES, ids=lambda p: p.name)
+def test_every_shipped_hardware_file_is_valid_and_names_registered_devices(path):
+    pytest.importorskip("rclpy")  # parameter names are checked against the drivers' configs
+    hardware = load_hardware(path)
+    assert all(node.device_type in DEVICES for node in hardware.nodes), hardware.nodes
+    assert any(node.role == "driver" and node.namespace == hardware.robot_namespace
+               for node in hardware.nodes)
+
+
+def test_serl_cell_serves_the_pick_cube_cameras():
+    hardware = load_hardware(Path(__file__).parents[1] / "hardware"
+                             / "fr3_realsense_spacemouse.yaml")
+    assert hardware.robot_kind == "arm" and hardware.robot_namespace == "/arm"
+    assert hardware.cameras == {"front": "/front_cam", "wrist": "/wrist_cam"}
+    assert hardware.workspace_low == (0.3, -0.25, 0.015)
+    assert [n.executable for n in hardware.nodes] == [
+        "robot-rl-franka", "robot-rl-realsense", "robot-rl-realsense", "robot-rl-spacemouse"]
