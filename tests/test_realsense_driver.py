@@ -333,3 +333,28 @@ def test_deactivate_stops_publishing_and_activate_resumes(harness_factory):
         wait_until(lambda: len(harness.get("image_raw")) >= count + 5, 60, "images again")
     finally:
         feeder.stop()
+
+
+def test_the_actor_backend_reads_the_nodes_images_as_it_reads_the_twins(harness_factory):
+    """Drop-in: the actor's real ROS backend (wall-clock stamps, its staleness bound and sync)
+    turns the node's messages into the ``image/front`` observation."""
+    from types import SimpleNamespace
+
+    from robot_rl.ros.backend import RosRobotBackend
+    from robot_rl.ros.config import RosBackendConfig
+
+    camera = _software_camera()
+    harness_factory(_node_factory(lambda: [camera.device]), namespace="/front_cam")
+    task = SimpleNamespace(robot="arm", control_hz=10.0, cameras=("front",), image_size=120)
+    backend = RosRobotBackend(task, RosBackendConfig(use_sim_time=False, max_age=2.0),
+                              "/arm")
+    feeder = Feeder(camera)
+    try:
+        reading = backend.wait_until_ready(timeout=90)
+    finally:
+        feeder.stop()
+        backend.close()
+    image = reading["image/front"]
+    assert image.shape == (120, 120, 3) and image.dtype == np.uint8
+    assert np.array_equal(image[..., 0], 20 + np.arange(120)[None, :].repeat(120, 0))
+    assert feeder.stamps[int(image[0, 0, 2])] / 1000.0 == pytest.approx(backend.reading_stamp)
