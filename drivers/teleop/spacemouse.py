@@ -19,6 +19,7 @@ Linux: the user needs read access to the device's ``/dev/hidraw*`` (a udev rule 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from robot_rl.drivers.config import length, param, positive
@@ -69,13 +70,29 @@ def _button(index: int) -> int | None:
     return None if index < 0 else index
 
 
-def discover() -> list[dict]:
-    """The SpaceMice this machine's HID layer lists (``hid.enumerate()``), one dict each; opening
-    one may still need a udev rule. Raises ``ModuleNotFoundError`` without hidapi."""
+def hid_backend():
+    """cython-hidapi's module: on Linux its ``hidraw`` backend (``/dev/hidraw*``: the kernel's
+    driver stays attached, USB and Bluetooth alike), elsewhere, or where that is missing, ``hid``
+    (whose Linux wheel goes through libusb and detaches the kernel driver). Raises
+    ``ModuleNotFoundError`` without hidapi."""
+    if sys.platform.startswith("linux"):
+        try:
+            import hidraw
+
+            return hidraw
+        except ImportError:
+            pass
     import hid
 
+    return hid
+
+
+def discover() -> list[dict]:
+    """The SpaceMice this machine's HID layer lists (``enumerate()`` of ``hid_backend()``), one
+    dict each; opening one may still need a udev rule. Raises ``ModuleNotFoundError`` without
+    hidapi."""
     found, seen = [], set()
-    for entry in hid.enumerate():
+    for entry in hid_backend().enumerate():
         model = spacemouse_model(entry)
         path = entry.get("path", b"")
         path = path.decode(errors="replace") if isinstance(path, bytes) else str(path)
@@ -97,13 +114,11 @@ def discover() -> list[dict]:
 
 
 class HidSpaceMouse:
-    """hidapi's device, non-blocking: ``read`` gives one report or ``b""``; hidapi raises
-    ``OSError`` once the device is unplugged."""
+    """hidapi's device (``hid_backend``), non-blocking: ``read`` gives one report or ``b""``;
+    hidapi raises ``OSError`` once the device is unplugged."""
 
     def __init__(self, path: str, model: str):
-        import hid
-
-        self._device = hid.device()
+        self._device = hid_backend().device()
         self._device.open_path(path.encode())
         self._device.set_nonblocking(1)
         self.description = f"{model} at {path}"
