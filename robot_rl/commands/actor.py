@@ -13,6 +13,10 @@ __all__ = ["ActorConfig", "run"]
 
 
 def run(config: ActorConfig) -> int:
+    """0: every transition acknowledged; 1: some wait in the outbox (said in one line), the
+    disk stayed full, or the outbox is damaged; 2: bad input or a refusal; 130: interrupted."""
+    from robot_rl.data.durable_log import DurableLogError
+    from robot_rl.runtime.actor import OutboxFull
     from robot_rl.transport.security import SecurityError
 
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
@@ -26,7 +30,13 @@ def run(config: ActorConfig) -> int:
     except (ValueError, SecurityError) as err:
         console.print(f"[red]error:[/] {err}")
         return 2
+    except (OutboxFull, DurableLogError) as err:
+        console.print(f"[red]error:[/] {err}")
+        return 1
+    except OSError as err:  # the outbox's disk (other than full: that is OutboxFull)
+        console.print(f"[red]error:[/] {err}")
+        return 1
     except KeyboardInterrupt:
         return 130
     console.print(json.dumps(summary))
-    return 0
+    return 1 if summary["unacknowledged"] else 0

@@ -25,7 +25,7 @@ def run(config: LearnerConfig) -> int:
     except (ValueError, SecurityError, FileNotFoundError) as err:
         console.print(f"[red]error:[/] {err}")
         return 2
-    except RuntimeError as err:
+    except (RuntimeError, OSError) as err:  # a damaged log or checkpoint, a full disk
         console.print(f"[red]error:[/] {err}")
         return 1
     except KeyboardInterrupt:

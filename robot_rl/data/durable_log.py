@@ -13,6 +13,8 @@ A crash can only damage the end of the file (a partially written frame), so a ba
 the last thing in the file is cut away with a warning. A bad frame followed by any valid one
 means the middle of the file was damaged; that raises rather than silently dropping data. The
 SYNC marker lets that check find later frames even when the damage hit a length field.
+A write that fails (a full disk) is cut back off the file before the error is raised, so the
+log stays whole and the same record can be appended again once there is space.
 No pickle anywhere: arrays travel as dtype string, shape and their raw buffer.
 """
 
@@ -121,7 +123,9 @@ class DurableLog:
                     f"{self.path} was written for a different configuration: "
                     + "; ".join(differences)
                 )
-        self._file: BinaryIO | None = open(self.path, "ab")  # noqa: SIM115 (kept open)
+        # Unbuffered: a failed write is visible at once and is cut off again (see append).
+        self._file: BinaryIO | None = open(self.path, "ab", buffering=0)  # noqa: SIM115
+        self._end = self._records_end
 
     def _create(self, metadata: dict) -> None:
         header = msgpack.packb(
@@ -129,11 +133,15 @@ class DurableLog:
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as file:
-            file.write(MAGIC + _frame(header))
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "wb") as file:
+                file.write(MAGIC + _frame(header))
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk: leave nothing half-made behind
+            raise
         _fsync_directory(self.path.parent)
 
     def _open_existing(self) -> tuple[dict, int, int]:
@@ -190,8 +198,6 @@ class DurableLog:
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
         """The records on disk, oldest first (including those appended through this object)."""
-        if self._file is not None:
-            self._file.flush()
         end = self.path.stat().st_size
         with open(self.path, "rb") as file:
             file.seek(self._records_start)
@@ -202,10 +208,24 @@ class DurableLog:
                 yield decode_record(payload)
 
     def append(self, record: Mapping[str, Any]) -> None:
+        """Append one record whole, or raise (OSError on a full disk) and leave the log as it
+        was: a partly written frame is cut off, so later appends never follow a torn one."""
         if self._file is None:
             raise ValueError(f"{self.path}: append to a closed log")
-        self._file.write(_frame(encode_record(record)))
-        self._file.flush()
+        data = memoryview(_frame(encode_record(record)))
+        try:
+            written = 0
+            while written < len(data):
+                written += self._file.write(data[written:])
+        except OSError:
+            try:
+                os.ftruncate(self._file.fileno(), self._end)
+            except OSError as err:  # cannot even cut it: refuse further appends
+                self._file.close()
+                self._file = None
+                raise DurableLogError(f"{self.path}: a failed append could not be undone") from err
+            raise
+        self._end += len(data)
         if self._fsync_every:
             self._appends_since_sync += 1
             if self._appends_since_sync >= self._fsync_every:
@@ -214,7 +234,6 @@ class DurableLog:
 
     def sync(self) -> None:
         if self._file is not None:
-            self._file.flush()
             os.fsync(self._file.fileno())
             self._appends_since_sync = 0
 

@@ -4,7 +4,11 @@ The control loop never touches the network: it appends to the outbox and reads t
 weights from a slot. This thread says hello (again after a learner restart), sends the outbox
 from the learner's expected sequence number on with a bounded window, goes back to the last
 acknowledged transition when acknowledgements stop coming (go-back-N), and keeps the newest
-weights. A refusal (wrong task, spaces, protocol, or keys) is kept for the actor to report.
+weights. A refusal of this actor (wrong task, spaces, protocol, a live actor with the same id)
+or of its data is kept for the actor to report. When nothing answers, it says so within
+seconds, and why that may be (ZeroMQ's handshake events tell a learner that needs keys, or
+does not accept this actor's key, from one that is not there). One bad message never stops
+this thread.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from robot_rl.transport import messages as msg
 from robot_rl.transport.outbox import Outbox
@@ -21,6 +27,11 @@ from robot_rl.transport.security import ClientKeys
 from robot_rl.transport.wire import WireError, decode, encode
 
 logger = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY = 1.0
+"""Seconds between heartbeats while welcomed (the learner tells live actors from dead ones)."""
+SILENCE_WARNING_AFTER = 5.0
+"""Seconds without any answer before the actor says that nothing answers."""
 
 
 class TransportClient:
@@ -39,9 +50,12 @@ class TransportClient:
     ):
         self.endpoint = endpoint
         self.actor_id = actor_id
-        self._hello = encode(
-            {"kind": "hello", "protocol": msg.PROTOCOL_VERSION, "actor": actor_id, **hello}
-        )
+        self._hello_fields = {
+            "kind": "hello",
+            "protocol": msg.PROTOCOL_VERSION,
+            "actor": actor_id,
+            **hello,
+        }
         self.outbox = outbox
         self._keys = keys
         self.batch_size = batch_size
@@ -50,6 +64,10 @@ class TransportClient:
         self.hello_every = hello_every
         self.welcome: dict | None = None
         self.refused_reason: str | None = None
+        self.data_refused: str | None = None
+        """Why the learner refused this actor's transitions (the actor cannot go on)."""
+        self.silence_reason: str | None = None
+        """Why nothing may answer (set once no answer came for SILENCE_WARNING_AFTER s)."""
         self._weights: tuple[int, bytes] | None = None
         self._weights_session: str | None = None
         self.learner_lag = 0
@@ -103,7 +121,7 @@ class TransportClient:
 
     # ---------------------------------------------------------------------- client thread
 
-    def _socket(self, context: zmq.Context) -> zmq.Socket:
+    def _socket(self, context: zmq.Context) -> tuple[zmq.Socket, zmq.Socket]:
         socket = context.socket(zmq.DEALER)
         socket.linger = 0
         socket.immediate = True  # nothing queues for a connection that is not up
@@ -111,78 +129,151 @@ class TransportClient:
         socket.reconnect_ivl_max = 2000
         if self._keys is not None:
             self._keys.apply(socket)
+        monitor_endpoint = f"inproc://robot-rl-client-monitor-{uuid.uuid4().hex}"
+        socket.monitor(monitor_endpoint, _HANDSHAKE_EVENTS)
+        monitor = context.socket(zmq.PAIR)
+        monitor.linger = 0
+        monitor.connect(monitor_endpoint)
         socket.connect(self.endpoint)
-        return socket
+        return socket, monitor
+
+    def _hello(self) -> bytes:
+        return encode(
+            {
+                **self._hello_fields,
+                "outbox": self.outbox.id,
+                "run": self.outbox.learner_run,
+                "acked": self.outbox.acked,
+            }
+        )
 
     def _run(self) -> None:
         context = zmq.Context.instance()
-        socket = self._socket(context)
-        welcomed = False
-        send_cursor = 0
-        last_hello = last_progress = 0.0
+        socket, monitor = self._socket(context)
+        self._started = self._last_answer = time.monotonic()
         try:
             while not self._stop.is_set():
-                now = time.monotonic()
-                if not welcomed and now - last_hello >= self.hello_every:
-                    self._try_send(socket, self._hello)
-                    last_hello = now
-                if welcomed:
-                    send_cursor = max(send_cursor, self.outbox.acked)
-                    if self.outbox.backlog == 0:
-                        last_progress = now  # nothing waits for an acknowledgement
-                    elif now - last_progress > self.resend_after:
-                        send_cursor = self.outbox.acked  # acknowledgements stopped: go back
-                        last_progress = now
-                        welcomed = False  # and say hello: the learner may have restarted
-                        last_hello = 0.0
-                        self._welcomed.clear()
-                        continue
-                    send_cursor = self._send_window(socket, send_cursor)
-                    with self._stats_lock:
-                        stats, self._stats = self._stats, []
-                    for episode in stats:
-                        self._try_send(
-                            socket,
-                            encode({"kind": "stats", "actor": self.actor_id, "episode": episode}),
-                        )
-                if not socket.poll(20):
-                    continue
-                while True:
-                    try:
-                        frame = socket.recv(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    try:
-                        message = decode(frame)
-                        kind = msg.message_kind(message, msg.LEARNER_KINDS)
-                    except WireError as err:
-                        logger.warning("ignoring a malformed message from the learner: %s", err)
-                        continue
-                    if kind == "welcome":
-                        send_cursor = self._on_welcome(message)
-                        welcomed, last_progress = True, time.monotonic()
-                    elif kind == "ack":
-                        next_seq = msg.require(message, "next_seq", int)
-                        if next_seq > self.outbox.acked:
-                            last_progress = time.monotonic()
-                        self.outbox.ack(next_seq)
-                        if message.get("resend"):
-                            send_cursor = next_seq
-                    elif kind == "weights":
-                        self._on_weights(message)
-                    elif kind == "status":
-                        self.learner_lag = msg.require(message, "lag", int)
-                        self._acked_at_status = self.outbox.acked
-                    elif kind == "hello_first":
-                        welcomed, last_hello = False, 0.0
-                        self._welcomed.clear()
-                    elif kind == "refused":
-                        self._on_refused(str(message.get("reason")), welcomed)
+                try:
+                    self._step(socket, monitor)
+                except Exception:  # a defect must not silence the actor's link for ever
+                    logger.exception("transport client: unexpected error; saying hello again")
+                    self._linked, self._last_hello = False, 0.0
+                    self._welcomed.clear()
+                    time.sleep(0.1)
         finally:
+            socket.disable_monitor()
+            monitor.close(linger=0)
             socket.close(linger=0)
 
+    # The client thread's own state (only that thread reads or writes these).
+    _linked = False  # welcomed by the learner on the current connection
+    _send_cursor = 0
+    _last_hello = _last_progress = _last_heartbeat = 0.0
+    _handshake_problem: str | None = None
+
+    def _step(self, socket: zmq.Socket, monitor: zmq.Socket) -> None:
+        """One round: hello or send, then handle whatever the learner sent."""
+        now = time.monotonic()
+        self._watch_handshake(monitor, now)
+        if not self._linked and now - self._last_hello >= self.hello_every:
+            self._try_send(socket, self._hello())
+            self._last_hello = now
+        if self._linked:
+            self._send_cursor = max(self._send_cursor, self.outbox.acked)
+            if self.outbox.backlog == 0:
+                self._last_progress = now  # nothing waits for an acknowledgement
+            elif now - self._last_progress > self.resend_after:
+                self._send_cursor = self.outbox.acked  # acknowledgements stopped: go back
+                self._last_progress = now
+                self._linked = False  # and say hello: the learner may have restarted
+                self._last_hello = 0.0
+                self._welcomed.clear()
+                return
+            self._send_cursor = self._send_window(socket, self._send_cursor)
+            if now - self._last_heartbeat >= HEARTBEAT_EVERY:
+                heartbeat = encode({"kind": "heartbeat", "actor": self.actor_id})
+                if self._try_send(socket, heartbeat):
+                    self._last_heartbeat = now
+            with self._stats_lock:
+                stats, self._stats = self._stats, []
+            for episode in stats:
+                self._try_send(
+                    socket,
+                    encode({"kind": "stats", "actor": self.actor_id, "episode": episode}),
+                )
+        if not socket.poll(20):
+            return
+        while True:
+            try:
+                frame = socket.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._last_answer = time.monotonic()
+            try:
+                self._on_message(decode(frame))
+            except WireError as err:
+                logger.warning("ignoring a malformed message from the learner: %s", err)
+
+    def _on_message(self, message: dict) -> None:
+        kind = msg.message_kind(message, msg.LEARNER_KINDS)
+        if kind == "welcome":
+            self._send_cursor = self._on_welcome(message)
+            self._linked, self._last_progress = True, time.monotonic()
+        elif kind == "ack":
+            next_seq = msg.non_negative(message, "next_seq")
+            if next_seq > self.outbox.acked:
+                self._last_progress = time.monotonic()
+            self.outbox.ack(next_seq)
+            if message.get("resend"):
+                self._send_cursor = next_seq
+        elif kind == "weights":
+            self._on_weights(message)
+        elif kind == "status":
+            self.learner_lag = msg.require(message, "lag", int)
+            self._acked_at_status = self.outbox.acked
+        elif kind == "hello_first":
+            self._linked, self._last_hello = False, 0.0
+            self._welcomed.clear()
+        elif kind == "refused":
+            reason, of = str(message.get("reason"))[:500], str(message.get("of"))
+            self._on_refused(reason, of, self._linked)
+
+    def _watch_handshake(self, monitor: zmq.Socket, now: float) -> None:
+        """Turn ZeroMQ's handshake failures and a long silence into one clear warning each."""
+        while monitor.poll(0):
+            event = recv_monitor_message(monitor)["event"]
+            problem = _HANDSHAKE_PROBLEMS[self._keys is not None].get(event)
+            if problem and problem != self._handshake_problem:
+                self._handshake_problem = problem
+                logger.warning("the learner at %s does not answer: %s", self.endpoint, problem)
+        if (
+            self.silence_reason is None
+            and not self._welcomed.is_set()
+            and now - self._last_answer > SILENCE_WARNING_AFTER
+        ):
+            self.silence_reason = self._handshake_problem or (
+                "is it running and listening there? "
+                + (
+                    "Does it accept this actor's key, and is --learner-public-key its key?"
+                    if self._keys is not None
+                    else "If it was started with --curve-secret-key, this actor needs keys too "
+                    "(--curve-secret-key, --learner-public-key)."
+                )
+            )
+            logger.warning(
+                "nothing answers at %s after %.0f s: %s",
+                self.endpoint, now - self._started, self.silence_reason,
+            )  # fmt: skip
+
     def _on_welcome(self, message: dict) -> int:
-        next_seq = msg.require(message, "next_seq", int)
+        next_seq = msg.non_negative(message, "next_seq")
+        run = msg.optional_name(message, "run")
+        if run is not None and self.outbox.learner_run not in (None, run):
+            logger.warning(
+                "the learner is a new run (%s; this outbox fed %s before): this actor's stream "
+                "in it starts at sequence %d",
+                run, self.outbox.learner_run, max(next_seq, self.outbox.acked),
+            )  # fmt: skip
         if next_seq > self.outbox.next_seq:
             self.outbox.skip_to(next_seq)  # a fresh outbox for an actor the learner knows
         elif next_seq < self.outbox.acked:
@@ -193,8 +284,10 @@ class TransportClient:
                 self.outbox.acked,
             )
         self.outbox.ack(next_seq)
+        self.outbox.set_learner_run(run)
         self.welcome = message
         self.refused_reason = None
+        self.silence_reason = None
         self._welcomed.set()
         return max(next_seq, self.outbox.acked)
 
@@ -210,9 +303,19 @@ class TransportClient:
                 self._weights, self._weights_session = (version, params), session
                 self.weights_received += 1
 
-    def _on_refused(self, reason: str, welcomed: bool) -> None:
+    def _on_refused(self, reason: str, of: str, welcomed: bool) -> None:
+        if of == "stats":  # figures only: worth a warning, not the end of the run
+            logger.warning("the learner refused an episode's figures: %s", reason)
+            return
+        if of == "transitions" and welcomed:
+            if reason != self.data_refused:
+                logger.error("the learner refused this actor's transitions: %s", reason)
+            self.data_refused = reason
+            return
+        if of == "heartbeat":
+            return
         if reason != self.refused_reason:
-            logger.error("the learner refused %s: %s", "data" if welcomed else "this actor", reason)
+            logger.error("the learner refused this actor: %s", reason)
         self.refused_reason = reason
 
     def _send_window(self, socket: zmq.Socket, send_cursor: int) -> int:
@@ -234,3 +337,25 @@ class TransportClient:
             return True
         except zmq.Again:
             return False  # not connected or the queue is full: the outbox keeps it
+
+
+_HANDSHAKE_EVENTS = (
+    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+)
+_HANDSHAKE_PROBLEMS = {
+    False: {  # this actor has no keys
+        zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL: "it requires CURVE keys and this actor has none "
+        "(pass --curve-secret-key and --learner-public-key, from `robot-rl keys`)",
+        zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL: "the connection handshake failed",
+    },
+    True: {
+        zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL: "this actor has keys but the learner runs without "
+        "them (or speaks another protocol)",
+        zmq.EVENT_HANDSHAKE_FAILED_AUTH: "it does not accept this actor's key (is the actor's "
+        "public .key in the learner's --authorized-keys directory?)",
+        zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL: "the CURVE handshake failed (is "
+        "--learner-public-key the learner's public key?)",
+    },
+}

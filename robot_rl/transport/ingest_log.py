@@ -5,6 +5,9 @@ acknowledges it. A checkpoint rotates the log; once the checkpoint holding every
 older segments is written, those segments are deleted. After a crash the learner restores its
 newest checkpoint and replays the log on top, skipping what the checkpoint already holds (each
 actor's sequence cursor), so a transition is stored exactly once.
+
+The log directory also names the learner run (``run_id``): it is made with the directory and
+kept by ``--resume``, so actors can tell a resumed learner from a new run.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from robot_rl.data.durable_log import DurableLog
 
 _METADATA = {"kind": "robot_rl learner ingest log", "version": 1}
 PREFIX = "ingest-"
+RUN_FILE = "run_id"
 
 
 class IngestLog:
@@ -28,12 +33,25 @@ class IngestLog:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
+        self.run_id = self._run_id()
         self.lock = threading.RLock()
         existing = sorted(
             int(p.name[len(PREFIX) : -4]) for p in self.directory.glob(f"{PREFIX}*.log")
         )
         self._segment = (existing[-1] + 1) if existing else 0
         self._log = self._open(self._segment)
+
+    def _run_id(self) -> str:
+        path = self.directory / RUN_FILE
+        if path.exists():
+            text = path.read_text().strip()
+            if text.isalnum() and len(text) <= 64:
+                return text
+        run_id = uuid.uuid4().hex
+        tmp = path.with_name(RUN_FILE + ".tmp")
+        tmp.write_text(run_id)
+        os.replace(tmp, path)
+        return run_id
 
     def _open(self, segment: int) -> DurableLog:
         return DurableLog(
@@ -54,9 +72,10 @@ class IngestLog:
     def rotate(self) -> int:
         """Start a new segment; returns its number (older ones may be pruned after a checkpoint)."""
         with self.lock:
+            new = self._open(self._segment + 1)  # first: on a full disk nothing changes
             self._log.close()
             self._segment += 1
-            self._log = self._open(self._segment)
+            self._log = new
             return self._segment
 
     def prune(self, before: int) -> None:
@@ -79,6 +98,15 @@ class IngestLog:
                     yield record["actor"].tobytes().decode(), int(record["first_seq"]), items
             finally:
                 log.close()
+
+    @staticmethod
+    def holds_records(directory: str | os.PathLike) -> bool:
+        """Whether ``directory`` holds an ingest log with at least one batch."""
+        for path in sorted(Path(directory).glob(f"{PREFIX}*.log")):
+            with DurableLog(path, _METADATA, fsync="never") as log:
+                if next(iter(log), None) is not None:
+                    return True
+        return False
 
     def close(self) -> None:
         with self.lock:

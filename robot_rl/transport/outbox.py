@@ -6,23 +6,47 @@ sequence number on; the learner's acknowledgements move ``acked`` (everything be
 durably stored by the learner), and segments that hold only acknowledged transitions are
 deleted. An actor that restarts with the same outbox resumes its numbering and re-sends what
 was never acknowledged, so nothing is lost and the learner's sequence check drops duplicates.
+
+One process at a time owns an outbox (a lock file): two actors appending to one outbox would
+number different transitions alike. ``stream.json`` names the outbox (so the learner tells a
+restarted actor from a second one with the same id) and the learner run it last fed (so a new
+learner run is recognised as a new stream). On a full disk an append fails whole and may be
+retried; acknowledged segments, the active one included, are then deleted to make room.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import logging
 import os
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
 
 from robot_rl.data.durable_log import DurableLog
 
+logger = logging.getLogger(__name__)
+
 SEGMENT_PREFIX = "seg-"
 ACKED_FILE = "acked.json"
+STREAM_FILE = "stream.json"
+LOCK_FILE = "lock"
+ACKED_WIDTH = 64
 _METADATA = {"kind": "robot_rl actor outbox", "version": 1}
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+class OutboxInUse(ValueError):
+    """Another process holds this outbox."""
+
+
+def is_disk_full(err: OSError) -> bool:
+    return err.errno in NO_SPACE
 
 
 def _segment_name(first_seq: int) -> str:
@@ -44,6 +68,7 @@ class Outbox:
             raise ValueError(f"segment_size must be >= 1, got {segment_size}")
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _take_lock(self.directory / LOCK_FILE)
         self.segment_size = segment_size
         self._fsync = fsync
         self._lock = threading.Lock()
@@ -57,15 +82,58 @@ class Outbox:
         self._active: DurableLog | None = None
         self._active_items: list[bytes] = []
         self._next_seq = 0
+        self._space_short = False
         if self._segments:
             last = self._segments[-1]
             self._active = self._open_segment(last)
             self._active_items = [rec["payload"].tobytes() for rec in self._active]
             self._next_seq = last + len(self._active_items)
-        acked_path = self.directory / ACKED_FILE
-        saved_ack = json.loads(acked_path.read_text())["acked"] if acked_path.exists() else 0
-        first = self._segments[0] if self._segments else self._next_seq
+        saved_ack = self._read_json(ACKED_FILE).get("acked", 0)
+        if not isinstance(saved_ack, int) or saved_ack < 0:
+            saved_ack = 0
+        first = self._segments[0] if self._segments else saved_ack
         self._acked = max(saved_ack, first)
+        # Everything acknowledged and its segments deleted (to make room): go on from there.
+        self._next_seq = max(self._next_seq, self._acked)
+        stream = self._read_json(STREAM_FILE)
+        self.id: str = stream.get("id") if isinstance(stream.get("id"), str) else uuid.uuid4().hex
+        run = stream.get("learner_run")
+        self.learner_run: str | None = run if isinstance(run, str) else None
+        """The learner run this outbox's stream belongs to (None before any welcome)."""
+        if stream.get("id") != self.id:
+            self._write_json(STREAM_FILE, {"id": self.id, "learner_run": self.learner_run})
+
+    def _read_json(self, name: str) -> dict:
+        path = self.directory / name
+        if not path.exists():
+            return {}
+        try:
+            value = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            # Losing these only re-sends acknowledged data (dropped as duplicates) or makes the
+            # next welcome look like a new stream: not a reason to stop a robot.
+            logger.warning("%s is damaged (%s): ignoring it", path, err)
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def _write_json(self, name: str, value: dict | str) -> None:
+        tmp = self.directory / (name + ".tmp")
+        try:
+            tmp.write_text(value if isinstance(value, str) else json.dumps(value))
+            os.replace(tmp, self.directory / name)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def set_learner_run(self, run: str | None) -> None:
+        """Record that this outbox's stream now feeds learner run ``run``."""
+        if run is None or run == self.learner_run:
+            return
+        self.learner_run = run
+        try:
+            self._write_json(STREAM_FILE, {"id": self.id, "learner_run": run})
+        except OSError as err:  # a full disk: the next welcome records it again
+            logger.warning("%s: cannot record the learner run (%s)", self.directory, err)
 
     def _open_segment(self, first_seq: int) -> DurableLog:
         return DurableLog(self.directory / _segment_name(first_seq), _METADATA, fsync=self._fsync)
@@ -73,30 +141,56 @@ class Outbox:
     # ------------------------------------------------------------------------------ writing
 
     def append(self, payload: bytes) -> int:
-        """Store one encoded transition; returns its sequence number."""
+        """Store one encoded transition; returns its sequence number. On a full disk raises
+        OSError and stores nothing: call again later (acknowledgements free space)."""
         with self._lock:
-            if self._active is None or len(self._active_items) >= self.segment_size:
-                self._start_segment(self._next_seq)
-            seq = self._next_seq
-            self._active.append({"seq": np.int64(seq), "payload": np.frombuffer(payload, np.uint8)})
+            try:
+                if self._active is None or len(self._active_items) >= self.segment_size:
+                    self._start_segment(self._next_seq)
+                seq = self._next_seq
+                self._active.append(
+                    {"seq": np.int64(seq), "payload": np.frombuffer(payload, np.uint8)}
+                )
+            except OSError as err:
+                if is_disk_full(err):
+                    self._space_short = True
+                    self._release_acknowledged()
+                raise
+            self._space_short = False
             self._active_items.append(payload)
             self._next_seq += 1
             return seq
 
     def _start_segment(self, first_seq: int) -> None:
+        # The new segment first: if it cannot be made, the outbox stays as it was.
+        new = self._open_segment(first_seq)
         if self._active is not None:
             self._active.close()
-        self._active = self._open_segment(first_seq)
+        self._active = new
         self._active_items = []
         self._segments.append(first_seq)
+
+    def _release_acknowledged(self) -> None:
+        """With everything acknowledged, delete the active segment too (short of space)."""
+        if self._acked < self._next_seq or self._active is None:
+            return
+        try:
+            self._persist_ack()  # the numbering must survive the segment that carried it
+        except OSError:
+            return
+        self._active.close()
+        self._active, self._active_items = None, []
+        for first in self._segments:
+            (self.directory / _segment_name(first)).unlink(missing_ok=True)
+        self._segments, self._cache = [], None
 
     def skip_to(self, seq: int) -> None:
         """Continue numbering at ``seq`` (the learner already holds this actor's data below it,
         e.g. after the outbox directory was lost)."""
         with self._lock:
             if seq > self._next_seq:
-                self._next_seq = seq
                 self._start_segment(seq)
+                self._next_seq = seq
         self.ack(seq)
 
     # ------------------------------------------------------------------------------ reading
@@ -142,17 +236,31 @@ class Outbox:
                 (self.directory / _segment_name(first)).unlink(missing_ok=True)
                 if self._cache is not None and self._cache[0] == first:
                     self._cache = None
+            if self._space_short:
+                self._release_acknowledged()
             now = time.monotonic()
             if now - self._ack_persisted_at >= self._ack_persist_interval:
-                self._persist_ack()
-                self._ack_persisted_at = now
+                try:
+                    self._persist_ack()
+                except OSError as err:  # a full disk: the next acknowledgement tries again
+                    logger.debug("%s: cannot record acknowledgements: %s", self.directory, err)
+                else:
+                    self._ack_persisted_at = now
 
     def _persist_ack(self) -> None:
         # Losing this file only re-sends acknowledged data, which the learner drops as
-        # duplicates; so it is written atomically but not on every acknowledgement.
-        tmp = self.directory / (ACKED_FILE + ".tmp")
-        tmp.write_text(json.dumps({"acked": self._acked}))
-        os.replace(tmp, self.directory / ACKED_FILE)
+        # duplicates; so it is written atomically but not on every acknowledgement. On a full
+        # disk (no room for the new copy) the old one is overwritten in place: the fixed width
+        # needs no new block.
+        text = json.dumps({"acked": self._acked}).ljust(ACKED_WIDTH)
+        try:
+            self._write_json(ACKED_FILE, text)
+        except OSError:
+            path = self.directory / ACKED_FILE
+            if not path.exists() or path.stat().st_size < len(text):
+                raise
+            with open(path, "r+") as file:
+                file.write(text)
 
     # ------------------------------------------------------------------------------- figures
 
@@ -177,4 +285,24 @@ class Outbox:
             if self._active is not None:
                 self._active.close()
                 self._active = None
-            self._persist_ack()
+            if self._lock_file is None:
+                return
+            try:
+                self._persist_ack()
+            except OSError as err:
+                logger.warning("%s: cannot record acknowledgements: %s", self.directory, err)
+            self._lock_file.close()  # releases the lock
+            self._lock_file = None
+
+
+def _take_lock(path: Path):
+    file = open(path, "a+")  # noqa: SIM115 (held while the outbox is open)
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        file.close()
+        raise OutboxInUse(
+            f"outbox {path.parent} is in use by another actor process: give each actor its own "
+            "--outbox-dir (and --actor-id)"
+        ) from err
+    return file

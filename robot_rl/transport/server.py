@@ -1,10 +1,17 @@
 """The learner's side of the transport: one ROUTER socket served by a thread of its own.
 
-It answers ``hello`` with a ``welcome`` that carries the next sequence number it expects from
-that actor and, at once, the latest weights; it checks every transition against the task's
-spaces, appends accepted batches to the ingest log before acknowledging them, and hands them
-to the training loop through a queue. Anything malformed is refused and counted; the thread
-never dies of bad input. Weights are broadcast to every welcomed connection.
+It answers ``hello`` with a ``welcome`` that carries this learner run's identity and the next
+sequence number it expects from that actor and, at once, the latest weights; it checks every
+transition against the task's spaces and value bound, appends accepted batches to the ingest
+log before acknowledging them, and hands them to the training loop through a queue. Anything
+malformed is refused, counted and logged with its peer; any other exception raised while
+handling a frame is caught, counted and logged too: one frame never stops this thread. A
+batch the ingest log cannot take (a full disk) is not acknowledged, so the actor keeps it and
+sends it again. Weights are broadcast to every welcomed connection.
+
+Sequence numbers are the actor's outbox numbering. An actor new to this run starts its stream
+at the first transition it still holds (``acked`` in its hello): after a new learner run, the
+history the old run acknowledged is gone from the actor and is not asked for again.
 """
 
 from __future__ import annotations
@@ -24,10 +31,17 @@ import zmq
 from robot_rl.data.spaces_json import box_to_json, describe_differences, dict_space_to_json
 from robot_rl.transport import messages as msg
 from robot_rl.transport.ingest_log import IngestLog
+from robot_rl.transport.outbox import is_disk_full
 from robot_rl.transport.security import ServerKeys, check_bind
-from robot_rl.transport.wire import WireError, decode, encode
+from robot_rl.transport.wire import MAX_MESSAGE_BYTES, WireError, decode, encode
 
 logger = logging.getLogger(__name__)
+
+LIVE_FOR = 5.0
+"""Seconds after its last message that a connection still counts as a live actor (actors send
+a heartbeat every second)."""
+MAX_PEERS = 256
+"""Welcomed connections at most (each costs a little memory)."""
 
 
 @dataclass
@@ -49,6 +63,7 @@ class TransportServer:
         ingest_log: IngestLog,
         cursors: dict[str, int] | None = None,
         keys: ServerKeys | None = None,
+        value_bound: float = msg.DEFAULT_VALUE_BOUND,
     ):
         check_bind(endpoint, keys)
         self.endpoint = endpoint
@@ -62,6 +77,8 @@ class TransportServer:
         }
         self.welcome_info = welcome_info
         self.ingest_log = ingest_log
+        self.run_id = ingest_log.run_id
+        self.value_bound = value_bound
         self.cursors: dict[str, int] = dict(cursors or {})
         self.received: queue.Queue[ReceivedBatch] = queue.Queue()
         self.episode_stats: queue.Queue[tuple[str, dict]] = queue.Queue(maxsize=10_000)
@@ -69,6 +86,9 @@ class TransportServer:
         self.transitions_accepted = 0
         self._keys = keys
         self._peers: dict[bytes, str] = {}  # welcomed connection -> actor id
+        self._outbox_of: dict[bytes, str | None] = {}  # welcomed connection -> outbox id
+        self._last_seen: dict[bytes, float] = {}  # welcomed connection -> monotonic time
+        self._ingest_failing = False
         self._weights: bytes | None = None  # the latest encoded weights message
         self._weights_version = -1
         self._context = zmq.Context.instance()
@@ -132,6 +152,7 @@ class TransportServer:
             router.linger = 0
             router.router_handover = True
             router.sndhwm = 1000
+            router.maxmsgsize = MAX_MESSAGE_BYTES + 64  # ZeroMQ drops a peer sending more
             if self._keys is not None:
                 authenticator = self._keys.apply(router, self._context)
             router.bind(self.endpoint)
@@ -156,7 +177,7 @@ class TransportServer:
                 if router in events:
                     for _ in range(256):  # bounded, so weights are never starved
                         try:
-                            parts = router.recv_multipart(zmq.NOBLOCK)
+                            parts = router.recv_multipart(zmq.NOBLOCK, copy=False)
                         except zmq.Again:
                             break
                         self._handle(router, parts)
@@ -181,33 +202,60 @@ class TransportServer:
     def _reply(self, router: zmq.Socket, peer: bytes, message: dict) -> None:
         self._send(router, peer, encode(message))
 
-    def _refuse(self, router: zmq.Socket, peer: bytes, reason: str) -> None:
-        key = reason.split(":")[0][:80]
+    def _count(self, key: str) -> bool:
+        """Count one refusal of kind ``key``; True when it is one to log (not every one)."""
         self.refused[key] += 1
-        if self.refused[key] in (1, 10, 100, 1000) or self.refused[key] % 10_000 == 0:
-            logger.warning(
-                "refused a message (%d so far of this kind): %s", self.refused[key], reason
-            )
-        self._reply(router, peer, {"kind": "refused", "reason": reason[:500]})
+        return self.refused[key] in (1, 10, 100, 1000) or self.refused[key] % 10_000 == 0
 
-    def _handle(self, router: zmq.Socket, parts: list[bytes]) -> None:
+    def _who(self, peer: bytes, address: str) -> str:
+        actor = self._peers.get(peer)
+        return f"{'actor ' + actor if actor else 'connection'} {peer.hex()[:10]} from {address}"
+
+    def _refuse(
+        self, router: zmq.Socket, peer: bytes, reason: str, of: str, address: str = "?"
+    ) -> None:
+        key = reason.split(":")[0][:80]
+        if self._count(key):
+            logger.warning(
+                "refused a message (%d so far of this kind) from %s: %s",
+                self.refused[key], self._who(peer, address), reason,
+            )  # fmt: skip
+        self._reply(router, peer, {"kind": "refused", "reason": reason[:500], "of": of})
+
+    def _handle(self, router: zmq.Socket, parts: list) -> None:
+        address = _peer_address(parts[-1])
+        parts = [part.bytes for part in parts]
         if len(parts) != 2:
-            self.refused["wrong number of frames"] += 1
+            if self._count("wrong number of frames"):
+                logger.warning("ignored a message of %d frames from %s", len(parts), address)
             return
         peer, frame = parts
+        kind = "message"
         try:
             message = decode(frame)
             kind = msg.message_kind(message, msg.ACTOR_KINDS)
             if kind == "hello":
                 self._on_hello(router, peer, message)
-            elif peer not in self._peers:
+                return
+            if peer not in self._peers:
                 self._reply(router, peer, {"kind": "hello_first"})
-            elif kind == "transitions":
-                self._on_transitions(router, peer, message)
-            else:
+                return
+            self._last_seen[peer] = time.monotonic()
+            if kind == "transitions":
+                self._on_transitions(router, peer, message, address)
+            elif kind == "stats":
                 self._on_stats(peer, message)
         except WireError as err:
-            self._refuse(router, peer, str(err))
+            self._refuse(router, peer, str(err), kind, address)
+        except Exception as err:  # a defect met by some frame: count it, log it, serve on
+            key = f"internal error ({type(err).__name__})"
+            if self._count(key):
+                logger.exception(
+                    "a %r message from %s raised %s (%d so far); this thread serves on",
+                    kind, self._who(peer, address), type(err).__name__, self.refused[key],
+                )  # fmt: skip
+            reason = f"{key}: the learner could not handle this {kind} message: {err}"
+            self._reply(router, peer, {"kind": "refused", "reason": reason[:500], "of": kind})
 
     def _on_hello(self, router: zmq.Socket, peer: bytes, message: dict) -> None:
         protocol = msg.require(message, "protocol", int)
@@ -217,25 +265,78 @@ class TransportServer:
                 f"this learner speaks {msg.PROTOCOL_VERSION}; update one of them"
             )
         actor = msg.actor_id_of(message)
-        theirs = {key: message.get(key) for key in self._identity}
+        theirs = {key: msg.json_like(message.get(key), key) for key in self._identity}
         differences = describe_differences(self._identity, theirs)
         if differences:
             raise WireError(
                 "configuration mismatch: the learner's (expected) and the actor's differ: "
                 + "; ".join(d.replace("log has", "actor has") for d in differences)
             )
+        outbox = msg.optional_name(message, "outbox")
+        their_run = msg.optional_name(message, "run")
+        acked = msg.non_negative(message, "acked")
+        now = time.monotonic()
         for old_peer, old_actor in list(self._peers.items()):
-            if old_actor == actor and old_peer != peer:
-                del self._peers[old_peer]  # the actor reconnected: the newest connection wins
+            if old_actor != actor or old_peer == peer:
+                continue
+            silent = now - self._last_seen.get(old_peer, 0.0)
+            if (outbox is None or self._outbox_of.get(old_peer) != outbox) and silent < LIVE_FOR:
+                raise WireError(
+                    f"actor id {actor!r} is in use by a live actor (another outbox, heard "
+                    f"{silent:.1f} s ago): give each actor its own --actor-id"
+                )
+            self._forget(old_peer)  # the actor restarted or reconnected: the newest wins
+        if peer not in self._peers and len(self._peers) >= MAX_PEERS:
+            raise WireError(f"too many actors: this learner serves at most {MAX_PEERS}")
+        next_seq = self._stream_start(actor, acked, their_run)
         self._peers[peer] = actor
-        next_seq = self.cursors.get(actor, 0)
-        welcome = {"kind": "welcome", "next_seq": next_seq, "session": self.session}
+        self._outbox_of[peer] = outbox
+        self._last_seen[peer] = now
+        welcome = {
+            "kind": "welcome",
+            "next_seq": next_seq,
+            "session": self.session,
+            "run": self.run_id,
+        }
         self._reply(router, peer, {**welcome, **self.welcome_info})
         if self._weights is not None:
             self._send(router, peer, self._weights)
         logger.info("actor %s connected; expecting sequence number %d", actor, next_seq)
 
-    def _on_transitions(self, router: zmq.Socket, peer: bytes, message: dict) -> None:
+    def _stream_start(self, actor: str, acked: int, their_run: str | None) -> int:
+        """Where this actor's stream goes on: this run's cursor, or the first transition the
+        actor still holds when that is later (nothing below it can be sent any more)."""
+        cursor = self.cursors.get(actor)
+        if cursor is None:
+            if acked and their_run != self.run_id:
+                logger.info(
+                    "actor %s is new to this learner run: its stream starts at sequence %d "
+                    "(what it sent before was acknowledged by %s)",
+                    actor, acked, f"learner run {their_run}" if their_run else "another run",
+                )  # fmt: skip
+            cursor = acked
+        elif cursor < acked:
+            if their_run == self.run_id:
+                logger.warning(
+                    "actor %s: transitions %d-%d were acknowledged by this run but are not in "
+                    "it (was the run directory restored from an older copy?); going on from %d",
+                    actor, cursor, acked - 1, acked,
+                )  # fmt: skip
+            else:
+                logger.info(
+                    "actor %s: transitions %d-%d went to another learner run; going on from %d",
+                    actor, cursor, acked - 1, acked,
+                )  # fmt: skip
+            cursor = acked
+        self.cursors[actor] = cursor
+        return cursor
+
+    def _forget(self, peer: bytes) -> None:
+        self._peers.pop(peer, None)
+        self._outbox_of.pop(peer, None)
+        self._last_seen.pop(peer, None)
+
+    def _on_transitions(self, router: zmq.Socket, peer: bytes, message: dict, address: str) -> None:
         actor = self._peers[peer]
         first_seq = msg.require(message, "first_seq", int)
         items = msg.require(message, "items", list)
@@ -248,23 +349,45 @@ class TransportServer:
             return
         new_items = items[expected - first_seq :]
         transitions = [
-            msg.decode_transition(item, self.observation_space, self.action_space)
+            msg.decode_transition(item, self.observation_space, self.action_space, self.value_bound)
             for item in new_items
         ]
         if transitions:
             with self.ingest_log.lock:  # logged and queued together: see IngestLog.rotate
-                self.ingest_log.append(actor, expected, new_items)
+                try:
+                    self.ingest_log.append(actor, expected, new_items)
+                except OSError as err:
+                    self._ingest_failed(err, actor, address)
+                    return  # not acknowledged: the actor keeps the batch and sends it again
                 self.received.put(ReceivedBatch(actor, expected, transitions))
+            if self._ingest_failing:
+                self._ingest_failing = False
+                logger.warning("ingest log: writing again; acknowledgements resume")
             self.cursors[actor] = expected + len(transitions)
             self.transitions_accepted += len(transitions)
         self._reply(router, peer, {"kind": "ack", "next_seq": self.cursors.get(actor, 0)})
 
+    def _ingest_failed(self, err: OSError, actor: str, address: str) -> None:
+        key = "ingest log write failed"
+        if self._count(key) or not self._ingest_failing:
+            what = "the disk is full" if is_disk_full(err) else "it cannot be written"
+            logger.error(
+                "ingest log %s: %s (%s): batches are not acknowledged, the actors keep them "
+                "(%d refused so far; last from actor %s at %s)",
+                self.ingest_log.directory, what, err.strerror or err, self.refused[key],
+                actor, address,
+            )  # fmt: skip
+        self._ingest_failing = True
+
     def _on_stats(self, peer: bytes, message: dict) -> None:
-        episode = msg.require(message, "episode", dict)
-        clean = {
-            str(k): float(v)
-            for k, v in list(episode.items())[:32]
-            if isinstance(v, (int, float)) and not isinstance(v, bool)
-        }
+        clean = msg.check_episode(msg.require(message, "episode", dict), self.value_bound)
         with contextlib.suppress(queue.Full):
             self.episode_stats.put_nowait((self._peers[peer], {**clean, "time": time.time()}))
+
+
+def _peer_address(frame) -> str:
+    """The remote address ZeroMQ reports for a received frame (for logs)."""
+    try:
+        return frame.get("Peer-Address") or "?"
+    except (zmq.ZMQError, AttributeError, TypeError):
+        return "?"

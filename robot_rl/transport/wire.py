@@ -11,7 +11,15 @@ each its own compressed frame): compressing them twice costs time and saves noth
 A numpy array travels as msgpack extension type 1 holding msgpack([dtype, shape, raw bytes]);
 only plain numeric dtypes are accepted, and the byte count must equal the shape's. Decoding
 never trusts a length: the declared size, every container and every array are bounded before
-anything is allocated, so a hostile or broken frame costs a ``WireError``, not the process.
+anything is allocated, so a hostile or broken frame costs a ``WireError``, not the process:
+
+- an LZ4 body may expand to ``LZ4_FREE_BYTES``, and beyond that only ``MAX_RATIO`` times its
+  compressed size (LZ4 itself reaches ~255x, so a 64 KB frame could otherwise ask for 16 MB);
+  the encoder sends a body that would break this rule uncompressed (only blank images do);
+- msgpack containers hold at most ``MAX_CONTAINER_LEN`` (array) or ``MAX_MAP_LEN`` (map) entries,
+  and all containers of one message together ``MAX_ELEMENTS``: the message schema never needs
+  more (a batch is at most 4096 frames), and a body of millions of one-byte empty maps would
+  otherwise cost ~100 bytes of Python object per byte of body.
 """
 
 from __future__ import annotations
@@ -31,6 +39,18 @@ ARRAY_EXT = 1
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Largest uncompressed message (a ResNet's weights, a batch of image transitions)."""
 MAX_ARRAY_DIMS = 8
+LZ4_FREE_BYTES = 1024 * 1024
+"""An LZ4 body may always expand to this (a transition of blank camera images compresses ~250x)."""
+MAX_RATIO = 16
+"""Beyond ``LZ4_FREE_BYTES``, the most an LZ4 body may expand (weights and camera images reach
+~1-10x); ``encode`` sends a body that compresses better than this raw instead."""
+MAX_CONTAINER_LEN = 4096
+"""Entries of one msgpack array (a batch holds at most 4096 transitions)."""
+MAX_MAP_LEN = 1024
+"""Entries of one msgpack map (messages, observations, configurations have a few dozen)."""
+MAX_ELEMENTS = 16384
+"""Entries of all containers of one message together."""
+MAX_STR_LEN = 65536
 ALLOWED_DTYPES = frozenset(
     np.dtype(t).str for t in (np.bool_, np.uint8, np.int32, np.int64, np.float32, np.float64)
 )
@@ -58,7 +78,16 @@ def _ext_hook(code: int, data: bytes) -> np.ndarray:
     if code != ARRAY_EXT:
         raise WireError(f"unknown extension type {code}")
     try:
-        dtype, shape, raw = msgpack.unpackb(data, raw=False, use_list=True, max_bin_len=len(data))
+        dtype, shape, raw = msgpack.unpackb(
+            data,
+            raw=False,
+            use_list=True,
+            max_bin_len=len(data),
+            max_str_len=16,
+            max_array_len=MAX_ARRAY_DIMS,
+            max_map_len=0,
+            max_ext_len=0,
+        )
     except (ValueError, TypeError, msgpack.UnpackException) as err:
         raise WireError(f"malformed array: {err}") from err
     if not isinstance(dtype, str) or dtype not in ALLOWED_DTYPES:
@@ -75,6 +104,28 @@ def _ext_hook(code: int, data: bytes) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy()
 
 
+class _ElementBudget:
+    """msgpack hooks that count the entries of every finished container and stop the decoding
+    once a message holds more than ``MAX_ELEMENTS``: memory stays bounded by the budget plus
+    one container, whatever the nesting."""
+
+    def __init__(self) -> None:
+        self.left = MAX_ELEMENTS
+
+    def _spend(self, container):
+        self.left -= len(container)
+        if self.left < 0:
+            raise WireError(f"message holds more than {MAX_ELEMENTS} list or map entries")
+        return container
+
+    map_hook = list_hook = _spend
+
+
+def max_body_bytes(compressed: int) -> int:
+    """The largest body an LZ4 block of ``compressed`` bytes may expand to."""
+    return min(MAX_MESSAGE_BYTES, max(LZ4_FREE_BYTES, MAX_RATIO * compressed))
+
+
 def encode(message: dict, compress: bool = True) -> bytes:
     """One message (a dict with str keys; values: numbers, str, bytes, lists, dicts, arrays)."""
     if not isinstance(message, dict):
@@ -82,9 +133,11 @@ def encode(message: dict, compress: bool = True) -> bytes:
     body = msgpack.packb(message, default=_default, use_bin_type=True)
     if len(body) > MAX_MESSAGE_BYTES:
         raise ValueError(f"message of {len(body)} bytes exceeds {MAX_MESSAGE_BYTES}")
-    if not compress:
-        return _HEADER.pack(RAW_MAGIC, len(body)) + body
-    return _HEADER.pack(MAGIC, len(body)) + lz4.block.compress(body, store_size=False)
+    if compress:
+        packed = lz4.block.compress(body, store_size=False)
+        if len(body) <= max_body_bytes(len(packed)):
+            return _HEADER.pack(MAGIC, len(body)) + packed
+    return _HEADER.pack(RAW_MAGIC, len(body)) + body
 
 
 def decode(frame: bytes) -> dict:
@@ -99,18 +152,30 @@ def decode(frame: bytes) -> dict:
     if magic == RAW_MAGIC:
         body = frame[_HEADER.size :]
     else:
+        limit = max_body_bytes(len(frame) - _HEADER.size)
+        if size > limit:
+            raise WireError(
+                f"declared size {size} is more than {MAX_RATIO} times the "
+                f"{len(frame) - _HEADER.size} compressed bytes (limit {limit})"
+            )
         try:
             body = lz4.block.decompress(frame[_HEADER.size :], uncompressed_size=size)
         except (lz4.block.LZ4BlockError, ValueError) as err:
             raise WireError(f"corrupt compressed body: {err}") from err
     if len(body) != size:
         raise WireError(f"body is {len(body)} bytes, header says {size}")
+    budget = _ElementBudget()
     try:
         message = msgpack.unpackb(
             body,
             raw=False,
             ext_hook=_ext_hook,
             strict_map_key=True,
+            object_hook=budget.map_hook,
+            list_hook=budget.list_hook,
+            max_array_len=MAX_CONTAINER_LEN,
+            max_map_len=MAX_MAP_LEN,
+            max_str_len=MAX_STR_LEN,
         )
     except WireError:
         raise
