@@ -116,8 +116,22 @@ def latest_checkpoint(directory: str | os.PathLike) -> Path | None:
     return found[-1] if found else None
 
 
+def _read_json(path: Path) -> dict:
+    """A checkpoint's JSON file, or CheckpointError naming it (never a bare JSONDecodeError)."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise CheckpointError(
+            f"{path}: cannot read it ({type(err).__name__}: {err}); the checkpoint is damaged "
+            "or incomplete"
+        ) from err
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, found {type(value).__name__}")
+    return value
+
+
 def read_metadata(checkpoint: str | os.PathLike) -> dict:
-    return json.loads((Path(checkpoint) / META_FILE).read_text())
+    return _read_json(Path(checkpoint) / META_FILE)
 
 
 def config_from_json(saved: dict) -> AgentConfig:
@@ -129,7 +143,11 @@ def config_from_json(saved: dict) -> AgentConfig:
 
 def read_config(checkpoint: str | os.PathLike) -> AgentConfig:
     """The AgentConfig a checkpoint was written with (to rebuild its agent)."""
-    return config_from_json(json.loads((Path(checkpoint) / CONFIG_FILE).read_text()))
+    path = Path(checkpoint) / CONFIG_FILE
+    try:
+        return config_from_json(_read_json(path))
+    except TypeError as err:  # fields of the wrong kind
+        raise CheckpointError(f"{path}: not an agent configuration ({err})") from err
 
 
 def restore_agent(checkpoint: str | os.PathLike, template: Any) -> Any:
@@ -137,14 +155,20 @@ def restore_agent(checkpoint: str | os.PathLike, template: Any) -> Any:
     path = latest_checkpoint(checkpoint)
     if path is None:
         raise CheckpointError(f"no checkpoint found at {checkpoint}")
-    saved_config = json.loads((path / CONFIG_FILE).read_text())
+    saved_config = _read_json(path / CONFIG_FILE)
     differences = config_differences(saved_config, template.config)
     if differences:
         raise CheckpointError(
             f"checkpoint {path} was written with another agent configuration:\n  "
             + "\n  ".join(differences)
         )
-    state = serialization.msgpack_restore((path / AGENT_FILE).read_bytes())
+    try:
+        state = serialization.msgpack_restore((path / AGENT_FILE).read_bytes())
+    except Exception as err:  # msgpack's own errors ("Unpack failed") do not name the file
+        raise CheckpointError(
+            f"{path / AGENT_FILE}: cannot read it ({type(err).__name__}: {err}); the checkpoint "
+            "is damaged or incomplete"
+        ) from err
     try:
         restored = serialization.from_state_dict(template, state)
     except (ValueError, KeyError) as err:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,12 @@ from robot_rl.data.spaces_json import (
 
 LOG_FILE_NAME = "replay.log"
 SAVE_FORMAT_VERSION = 1
+
+
+class ReplayFileError(ValueError):
+    """A saved replay file that cannot be read (damaged, truncated, or not one); names it."""
+
+
 ExtraFields = Mapping[str, tuple[tuple[int, ...], Any]]
 
 
@@ -403,11 +410,24 @@ class ReplayBuffer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> ReplayBuffer:
-        """A (non-durable) buffer in exactly the state that ``save`` wrote."""
+        """A (non-durable) buffer in exactly the state that ``save`` wrote; ReplayFileError
+        (one line naming the file) when the file is missing, truncated or damaged."""
+        try:
+            return cls._load(path)
+        except ReplayFileError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
+            raise ReplayFileError(
+                f"{path}: cannot read this replay file ({type(err).__name__}: {err}); it is "
+                "damaged or incomplete"
+            ) from err
+
+    @classmethod
+    def _load(cls, path: str | os.PathLike) -> ReplayBuffer:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(data["meta"].tobytes().decode())
             if meta.get("format_version") != SAVE_FORMAT_VERSION:
-                raise ValueError(
+                raise ReplayFileError(
                     f"{path}: replay format version {meta.get('format_version')!r}, "
                     f"expected {SAVE_FORMAT_VERSION}"
                 )
