@@ -65,7 +65,7 @@ class CarTwinNode(TwinDriverNode):
             self._steering = steering_for(speed, yaw_rate, WHEELBASE, MAX_STEERING)
         # Twist has no stamp: freshness is the watchdog's business; non-finite values are
         # refused (and latch a fault) by the twin's own checks
-        self.apply({"speed": np.array([speed]), "steering": np.array([self._steering])}, 0.0)
+        self.apply({"speed": np.array([speed]), "steering": np.array([self._steering])}, None)
 
     def hold(self) -> None:
         self.twin.send({"speed": np.array([0.0]), "steering": np.array([0.0])})

@@ -19,6 +19,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import SetBool, Trigger
 
+from robot_rl.drivers.command_guard import stale_reason
 from robot_rl.envs.backend import Command, Reading
 from robot_rl.ros.convert import header, to_stamp
 from robot_rl.ros.node_base import DeviceNode, Param, declare_params, positive
@@ -129,22 +130,35 @@ class TwinDriverNode(DeviceNode):
         ready = self.twin is not None and self.motion_enabled
         return ready and not self.estopped and not self.fault
 
-    def apply(self, command: Command, stamp: float) -> None:
-        """Send a command to the twin if motion is allowed and the command is fresh."""
+    def apply(self, command: Command, stamp: float | None) -> bool:
+        """Send a command to the twin if motion is allowed and the command is fresh; returns
+        whether it was sent.
+
+        ``stamp`` is the command's header stamp on this node's clock (simulated time, which the
+        actor's ROS backend also stamps with); None for a message type without a header
+        (``cmd_vel``), whose freshness is its arrival (the watchdog bounds it). An unstamped,
+        stale or future-stamped command is refused and the robot holds where it is: a stream
+        that sends one cannot be trusted to be following the robot."""
         if not self.accepts_commands():
-            return
-        if stamp > 0 and self.sim_time - stamp > self.params["watchdog_timeout"]:
-            self.get_logger().warning(f"dropped a command {self.sim_time - stamp:.3f} s old")
-            return
+            return False
+        if stamp is not None:
+            reason = stale_reason(stamp, self.sim_time, self.params["watchdog_timeout"])
+            if reason is not None:
+                self.get_logger().warning(f"refused a command: {reason}; holding",
+                                          throttle_duration_sec=1.0)
+                if not self.holding:
+                    self.safe_stop()
+                return False
         try:
             self.twin.send(command)
         except ValueError as error:  # non-finite or malformed: latch a fault, hold
             self.fault = str(error)
             self.get_logger().error(f"command refused, holding until clear_error: {error}")
             self.safe_stop()
-            return
+            return False
         self.last_command_time = self.sim_time
         self.holding = False
+        return True
 
     # -- the physics loop ----------------------------------------------------------------------
     def _tick(self) -> None:
