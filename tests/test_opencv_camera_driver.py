@@ -153,6 +153,17 @@ def test_a_missing_source_fails_configure_with_one_line(source, message):
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
 
 
+def test_a_gstreamer_pipeline_needs_an_opencv_built_with_gstreamer():
+    from robot_rl.drivers.cameras.opencv_camera import OpenCVCameraConfig, OpenCVSource
+
+    if cv2.videoio_registry.hasBackend(cv2.CAP_GSTREAMER):
+        pytest.skip("this OpenCV has GStreamer")
+    source = OpenCVSource(OpenCVCameraConfig(source="videotestsrc ! videoconvert ! appsink"))
+    assert source.spec.kind == "gstreamer"
+    with pytest.raises(ValueError, match="built without GStreamer"):
+        source.open()
+
+
 def test_a_crop_that_does_not_fit_fails_configure(video, harness_factory):
     from rclpy.lifecycle import TransitionCallbackReturn
 

@@ -234,6 +234,10 @@ def test_a_missing_serial_fails_configure_in_one_line_and_the_device_is_found_la
     present: list = []
     harness = harness_factory(_node_factory(lambda: list(present), autostart=False))
     assert harness.node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    status = harness.wait_for_status(lambda s: s.message.startswith("not configured"), 30,
+                                     "the failed configure in diagnostics")
+    assert status.message == (f"not configured: no RealSense with serial {SERIAL} is "
+                              f"connected (connected: none)")
     camera = _software_camera()
     present.append(camera.device)  # plugged in: a lifecycle manager's next configure works
     assert harness.node.trigger_configure() == TransitionCallbackReturn.SUCCESS

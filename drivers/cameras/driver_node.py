@@ -140,6 +140,8 @@ class CameraDriverNode(DeviceNode):
         self._disconnected: str | None = None
         self._reconnects = 0
         self._next_attempt = 0.0
+        self._configure_error: str | None = None
+        self._last_published_at = time.monotonic()
 
     # -- what a driver provides ------------------------------------------------------------
     def streams(self) -> tuple[str, ...]:
@@ -150,12 +152,18 @@ class CameraDriverNode(DeviceNode):
 
     # -- lifecycle hooks ---------------------------------------------------------------------
     def open_device(self) -> None:
+        self._configure_error = None
         source = self.make_source()
-        source.open()
+        try:
+            source.open()
+        except Exception as error:
+            self._configure_error = str(error)
+            raise
         try:
             for stream, (width, height) in source.sizes.items():
                 self.geometry(width, height, stream)  # a crop that does not fit fails here
-        except ValueError:
+        except ValueError as error:
+            self._configure_error = str(error)
             source.close()
             raise
         self._source, self._disconnected = source, None
@@ -164,6 +172,9 @@ class CameraDriverNode(DeviceNode):
         self._reader = threading.Thread(target=self._read_loop, name="camera-reader",
                                         daemon=True)
         self._reader.start()
+
+    def enable_motion(self) -> None:
+        self._last_published_at = time.monotonic()
 
     def close_device(self) -> None:
         self._stop.set()
@@ -206,7 +217,12 @@ class CameraDriverNode(DeviceNode):
             return
         self._last_frame_at = time.monotonic()
         for frame in frames:
-            self._publish(frame)
+            try:
+                self._publish(frame)
+            except ValueError as error:  # e.g. a reconnected device at another frame size
+                self.last_drop = f"{frame.stream}: {error}"
+                self.get_logger().error(f"cannot publish a frame: {self.last_drop}",
+                                        throttle_duration_sec=5.0)
 
     def _lose(self, reason: str) -> None:
         self.get_logger().warning(f"{reason}; reconnecting", throttle_duration_sec=5.0)
@@ -264,11 +280,14 @@ class CameraDriverNode(DeviceNode):
         info_pub.publish(camera_info_msg(geometry.adjust(frame.intrinsics), frame.stamp,
                                          frame_id))
         self.published[frame.stream] += 1
+        self._last_published_at = time.monotonic()
 
     # -- diagnostics ----------------------------------------------------------------------------
     def status(self) -> tuple[int, str]:
         """Diagnostic level and message."""
         if self._reader is None:
+            if self._configure_error is not None:
+                return DiagnosticStatus.ERROR, f"not configured: {self._configure_error}"
             return DiagnosticStatus.WARN, "not configured (device closed)"
         if self._disconnected is not None:
             return (DiagnosticStatus.ERROR,
@@ -282,6 +301,10 @@ class CameraDriverNode(DeviceNode):
             return DiagnosticStatus.ERROR, f"stalled: no frame for {silent:.1f} s"
         if not self.motion_enabled:
             return DiagnosticStatus.WARN, "streaming, not publishing (inactive)"
+        unpublished = time.monotonic() - self._last_published_at
+        if unpublished > self.config.stall_timeout:
+            return (DiagnosticStatus.ERROR, f"frames arrive but none was published for "
+                    f"{unpublished:.1f} s (last refusal: {self.last_drop})")
         return DiagnosticStatus.OK, "streaming"
 
     def publish_diagnostics(self) -> None:

@@ -117,7 +117,8 @@ class RealSenseSource:
         for kind, fmt in streams.values():
             config.enable_stream(kind, c.width, c.height, fmt, int(c.rate))
         pipeline = rs.pipeline()
-        pipeline.set_device(device)
+        if hasattr(pipeline, "set_device"):  # librealsense >= 2.56; older: by serial only
+            pipeline.set_device(device)
         try:
             profile = pipeline.start(config)
         except RuntimeError as error:
