@@ -83,7 +83,8 @@ def test_doctor_json_reports_jax_on_the_cpu(doctor_report):
 
 
 def test_doctor_json_has_every_item(doctor_report):
-    expected = {"python", "jax", "torch", "mujoco", "rendering", "rclpy", "pyrealsense2"}
+    expected = {"python", "jax", "torch", "mujoco", "rendering", "rclpy", "pyrealsense2",
+                "cameras", "teleop"}
     assert set(doctor_report["checks"]) == expected
     for entry in doctor_report["checks"].values():
         assert entry["status"] in ("ok", "missing", "error")
@@ -107,6 +108,26 @@ def test_doctor_reports_missing_optional_pieces(doctor_report, item, module, fix
     assert entry["status"] == "missing"
     assert entry["required"] is False
     assert fix_part in entry["fix"]
+
+
+def test_doctor_lists_the_devices_it_sees(doctor_report):
+    # This machine has no camera, HID or input device: the lists are there and empty.
+    for item in ("cameras", "teleop"):
+        entry = doctor_report["checks"][item]
+        if entry["status"] == "missing":
+            pytest.skip(f"{item}: the hardware extra is not installed ({entry['detail']})")
+        assert entry["status"] == "ok" and entry["devices"] == []
+        assert entry["detail"] == "none found"
+
+
+def test_doctor_describes_a_device_by_serial_or_path():
+    from robot_rl.commands.doctor import _describe_device
+
+    assert _describe_device({"kind": "realsense", "serial": "128422270679", "name": "D435"}) \
+        == "realsense 128422270679 (D435)"
+    assert _describe_device({"kind": "gamepad", "path": "/dev/input/event5", "name": "Pad",
+                             "error": "permission denied"}) \
+        == "gamepad /dev/input/event5 (Pad) [permission denied]"
 
 
 def test_doctor_table_output_exits_0():

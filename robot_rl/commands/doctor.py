@@ -2,7 +2,9 @@
 
 Every probe except Python's runs in its own process with a timeout, so a broken GL driver, a
 crashing native library or a hanging import is reported as an error instead of taking doctor
-down. Only JAX is required; the rest (MuJoCo, ROS 2, RealSense, torch) is optional.
+down. Only JAX is required; the rest (MuJoCo, ROS 2, RealSense, torch) is optional. The
+``cameras`` and ``teleop`` lines list the devices this machine shows (RealSense serials, video
+devices, SpaceMice, gamepads), as the hardware files name them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ FIX_ROS = (
 FIX_LIBUSB = f"{SUDO}apt-get install -y libusb-1.0-0"
 FIX_REALSENSE = f"pip install pyrealsense2 && {FIX_LIBUSB}"
 FIX_TORCH = "pip install -e '.[torch]'  # pins torch==2.13.0"
+FIX_HARDWARE = "pip install -e '.[hardware,ros]'"
 
 # A probe prints its result as the last line starting with this, after any library chatter.
 MARKER = "ROBOT_RL_DOCTOR_PROBE "
@@ -219,6 +222,40 @@ def probe_pyrealsense2() -> dict[str, Any]:
     return {"status": "ok", "detail": f"{version}, {cameras}", "version": version}
 
 
+def _discover(device_types: tuple[str, ...]) -> dict[str, Any]:
+    """The devices of these registry types that this machine shows (each driver's
+    ``discover()``); nothing is opened."""
+    from robot_rl.drivers.registry import device_type
+
+    found, problems = [], []
+    for name in device_types:
+        try:
+            found += device_type(name).load().discover()
+        except ImportError as err:
+            problems.append(f"{name}: {err}")
+    described = [_describe_device(d) for d in found]
+    if problems and not found:
+        return {"status": "missing", "detail": "; ".join(problems), "fix": FIX_HARDWARE}
+    detail = ", ".join(described) if described else "none found"
+    if problems:
+        detail += " (" + "; ".join(problems) + ")"
+    return {"status": "ok", "detail": detail, "devices": found}
+
+
+def _describe_device(device: dict[str, Any]) -> str:
+    where = device.get("serial") or device.get("path") or device.get("device") or ""
+    text = f"{device.get('kind')} {where} ({device.get('name') or device.get('model') or '?'})"
+    return text + (f" [{device['error']}]" if device.get("error") else "")
+
+
+def probe_cameras() -> dict[str, Any]:
+    return _discover(("realsense", "opencv_camera"))
+
+
+def probe_teleop() -> dict[str, Any]:
+    return _discover(("spacemouse", "gamepad"))
+
+
 PROBES: dict[str, Callable[[], dict[str, Any]]] = {
     "jax": probe_jax,
     "torch": probe_torch,
@@ -226,6 +263,8 @@ PROBES: dict[str, Callable[[], dict[str, Any]]] = {
     "rendering": probe_rendering,
     "rclpy": probe_rclpy,
     "pyrealsense2": probe_pyrealsense2,
+    "cameras": probe_cameras,
+    "teleop": probe_teleop,
 }
 # What to suggest when a probe dies or hangs before it can say anything itself.
 FALLBACK_FIX = {
@@ -235,6 +274,8 @@ FALLBACK_FIX = {
     "rendering": FIX_RENDERING,
     "rclpy": FIX_ROS,
     "pyrealsense2": FIX_REALSENSE,
+    "cameras": FIX_HARDWARE,
+    "teleop": FIX_HARDWARE,
 }
 
 
