@@ -207,7 +207,7 @@ class CameraDriverNode(DeviceNode):
     def _read_once(self, source: CameraSource) -> None:
         try:
             frames = source.read(self.config.read_timeout)
-        except SourceMissing as error:
+        except Exception as error:  # whatever the library raises, the device is gone for now
             self._lose(f"device lost: {error}")
             return
         if not frames:
