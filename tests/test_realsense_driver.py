@@ -47,7 +47,7 @@ class Feeder:
     """Injects frames into a software RealSense at about ``hz`` from a thread of its own."""
 
     def __init__(self, camera, hz: float = 30.0, domain: str = "global_time",
-                 depth: bool = False, start_ms: float | None = None):
+                 depth: np.ndarray | None = None, start_ms: float | None = None):
         self.camera, self.period, self.domain, self.depth = camera, 1.0 / hz, domain, depth
         self.start_ms = start_ms
         self.stamps: dict[int, float] = {}  # marker -> timestamp (ms) fed
@@ -57,7 +57,7 @@ class Feeder:
         self._thread.start()
 
     def _run(self) -> None:
-        depth = _depth() if self.depth else None
+        depth = self.depth
         begun = time.time()
         while not self._stop.is_set():
             if self.start_ms is None:
@@ -74,10 +74,14 @@ class Feeder:
         self._thread.join(timeout=10)
 
 
+DEPTH_INTRINSICS = Intrinsics(640, 480, 400.0, 400.0, 319.5, 239.5)  # wider than the colour
+
+
 def _software_camera(depth: bool = False):
     from robot_rl.drivers.cameras.software_realsense import SoftwareRealSense
 
-    return SoftwareRealSense(SERIAL, intrinsics=INTRINSICS, depth=depth)
+    return SoftwareRealSense(SERIAL, intrinsics=INTRINSICS, depth=depth,
+                             depth_intrinsics=DEPTH_INTRINSICS)
 
 
 def _node_factory(devices, depth: bool = False, autostart: bool = True, **params):
@@ -125,8 +129,9 @@ def _stamp(msg) -> float:
 
 def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(harness_factory):
     camera = _software_camera(depth=True)
-    harness = harness_factory(_node_factory(lambda: [camera.device], depth=True), depth=True)
-    feeder = Feeder(camera, depth=True)
+    harness = harness_factory(_node_factory(lambda: [camera.device], depth=True,
+                                            align_depth=False), depth=True)
+    feeder = Feeder(camera, depth=_depth())
     try:
         wait_until(lambda: len(harness.get("image_raw")) >= 5
                    and len(harness.get("depth/image_raw")) >= 5, 90, "colour and depth images")
@@ -154,8 +159,29 @@ def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(ha
     depth = harness.get("depth/image_raw")[-1]
     assert (depth.encoding, depth.width, depth.height) == ("16UC1", 120, 120)
     assert np.array_equal(_pixels(depth), 500 + 20 + cols)  # millimetres, nearest tiles
+    assert depth.header.frame_id == "realsense_optical_frame_depth"  # the depth camera's view
     depth_info = harness.get("depth/camera_info")[-1]
-    assert depth_info.k[0] == pytest.approx(153.0, abs=1e-4)
+    assert depth_info.k[0] == pytest.approx(100.0, abs=1e-4)  # its own intrinsics, adjusted
+
+
+def test_aligned_depth_is_seen_from_the_colour_camera(harness_factory):
+    """align_depth (the default): librealsense's align block reprojects depth into the colour
+    camera, so depth takes the colour camera's intrinsics and frame and one crop fits both."""
+    camera = _software_camera(depth=True)
+    harness = harness_factory(_node_factory(lambda: [camera.device], depth=True), depth=True)
+    feeder = Feeder(camera, depth=np.full((480, 640), 1000, np.uint16))  # a wall at 1 m
+    try:
+        wait_until(lambda: len(harness.get("depth/image_raw")) >= 3, 90, "depth images")
+    finally:
+        feeder.stop()
+    depth = harness.get("depth/image_raw")[-1]
+    assert depth.header.frame_id == harness.get("image_raw")[-1].header.frame_id
+    values = _pixels(depth)
+    assert values.shape == (120, 120) and set(np.unique(values)) <= {0, 1000}
+    assert np.mean(values == 1000) > 0.99  # the wider depth view covers the whole colour view
+    depth_info = harness.get("depth/camera_info")[-1]
+    colour_info = harness.get("camera_info")[-1]
+    assert list(depth_info.k) == pytest.approx(list(colour_info.k))
 
 
 def test_hardware_clock_frames_are_stamped_on_the_host_clock(harness_factory):

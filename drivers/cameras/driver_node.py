@@ -56,6 +56,9 @@ class Frame:
     intrinsics: Intrinsics
     keepalive: Any = field(default=None, repr=False)
     """The device library's frame, held while ``pixels`` is a view of its memory."""
+    in_color_frame: bool = True
+    """Seen from the colour camera (depth aligned to it): published in the node's frame_id;
+    otherwise in ``<frame_id>_<stream>``."""
 
 
 class CameraSource(Protocol):
@@ -274,7 +277,7 @@ class CameraDriverNode(DeviceNode):
         encoding = frame.encoding
         if encoding == "bgr8":
             pixels, encoding = np.ascontiguousarray(pixels[:, :, ::-1]), "rgb8"
-        frame_id = self.frame_id if frame.stream == "color" else f"{self.frame_id}_depth"
+        frame_id = self.frame_id if frame.in_color_frame else f"{self.frame_id}_{frame.stream}"
         image_pub, info_pub = self._stream_pubs[frame.stream]
         image_pub.publish(array_to_image(pixels, encoding, frame.stamp, frame_id))
         info_pub.publish(camera_info_msg(geometry.adjust(frame.intrinsics), frame.stamp,

@@ -9,6 +9,11 @@ The device is chosen by serial (empty: the only one connected) and handed to the
 (the tests feed one; librealsense 2.59 no longer lists software devices in a context's
 ``query_devices``, so the node asks ``devices`` — by default a context's query — for the list).
 
+Depth (``depth: true``) is published as ``depth/image_raw`` in millimetres; by default it is
+aligned to the colour camera by librealsense's ``align`` block, so it shares the colour image's
+intrinsics, frame and crop (``align_depth: false`` keeps the depth camera's own view, published
+in ``<frame_id>_depth``).
+
 Stamps: librealsense stamps frames in one of three domains. ``global_time`` (the default on
 D400 cameras: the device clock corrected onto the host's) and ``system_time`` (the host's
 arrival time) are milliseconds since the epoch on the host's clock, so the stamp is the frame's
@@ -51,6 +56,9 @@ class RealSenseConfig(CameraConfig):
                         (lambda v: v > 0 and float(v).is_integer(), "must be a whole number > 0"))
     depth: bool = param(False, "also stream depth (depth/image_raw, 16UC1 millimetres, and "
                         "depth/camera_info) at the same size and rate")
+    align_depth: bool = param(True, "reproject depth into the colour camera (its intrinsics and "
+                              "frame), so one crop cuts both alike; false: the depth camera's "
+                              "own view")
 
 
 def _intrinsics(profile) -> Intrinsics:
@@ -83,6 +91,7 @@ class RealSenseSource:
         self.ended: str | None = None
         self.sizes: dict[str, tuple[int, int]] = {}
         self._pipeline = None
+        self._align = None
         self._intrinsics: dict[str, Intrinsics] = {}
         self._clocks: dict[str, DeviceClock] = {}
 
@@ -128,6 +137,10 @@ class RealSenseSource:
         self._pipeline = pipeline
         self._intrinsics = {name: _intrinsics(profile.get_stream(kind))
                             for name, (kind, _) in streams.items()}
+        self._align = None
+        if c.depth and c.align_depth:
+            self._align = rs.align(rs.stream.color)
+            self._intrinsics["depth"] = self._intrinsics["color"]
         self.sizes = {name: (i.width, i.height) for name, i in self._intrinsics.items()}
         self._clocks = {name: DeviceClock() for name in streams}
 
@@ -136,6 +149,8 @@ class RealSenseSource:
         if not ok:
             return None
         arrival = time.time()
+        if self._align is not None:
+            frames = self._align.process(frames)
         out = []
         color = frames.get_color_frame()
         if color:
@@ -160,7 +175,8 @@ class RealSenseSource:
             units_mm = frame.as_depth_frame().get_units() * 1000.0
             if abs(units_mm - 1.0) > 1e-6:
                 pixels = np.clip(np.rint(pixels * units_mm), 0, 65535).astype(np.uint16)
-        return Frame(stream, pixels, encoding, stamp, self._intrinsics[stream], keepalive=frame)
+        return Frame(stream, pixels, encoding, stamp, self._intrinsics[stream], keepalive=frame,
+                     in_color_frame=stream == "color" or self._align is not None)
 
     def close(self) -> None:
         pipeline, self._pipeline = self._pipeline, None

@@ -14,7 +14,7 @@ from robot_rl.drivers.cameras.image_pipeline import Intrinsics
 class SoftwareRealSense:
     def __init__(self, serial: str, width: int = 640, height: int = 480, fps: int = 30,
                  intrinsics: Intrinsics | None = None, depth: bool = False,
-                 depth_units: float = 0.001):
+                 depth_units: float = 0.001, depth_intrinsics: Intrinsics | None = None):
         import pyrealsense2 as rs
 
         self._rs = rs
@@ -26,19 +26,23 @@ class SoftwareRealSense:
         self.device.register_info(rs.camera_info.name, "Software RealSense")
         self._color_sensor = self.device.add_sensor("RGB Camera")
         self._color = self._add_stream(self._color_sensor, rs.stream.color, rs.format.rgb8, 3,
-                                       0, fps)
+                                       0, fps, self.intrinsics)
         self._depth_sensor = self._depth = None
         if depth:
             self._depth_sensor = self.device.add_sensor("Stereo Module")
             self._depth_sensor.add_read_only_option(rs.option.depth_units, depth_units)
             self._depth = self._add_stream(self._depth_sensor, rs.stream.depth, rs.format.z16,
-                                           2, 1, fps)
+                                           2, 1, fps, depth_intrinsics or self.intrinsics)
+            # both sensors at one viewpoint (a real camera's calibration has a baseline)
+            identity = rs.extrinsics()
+            identity.rotation = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+            identity.translation = [0.0, 0.0, 0.0]
+            self._depth.register_extrinsics_to(self._color, identity)
         self.depth_units = depth_units
         self.device.create_matcher(rs.matchers.default)
 
-    def _add_stream(self, sensor, kind, fmt, bpp: int, uid: int, fps: int):
+    def _add_stream(self, sensor, kind, fmt, bpp: int, uid: int, fps: int, i: Intrinsics):
         rs = self._rs
-        i = self.intrinsics
         intr = rs.intrinsics()
         intr.width, intr.height = i.width, i.height
         intr.fx, intr.fy, intr.ppx, intr.ppy = i.fx, i.fy, i.cx, i.cy
