@@ -9,6 +9,7 @@ test can load a launch file and compare what it would start with what ``robot-rl
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass
 
@@ -16,6 +17,17 @@ from robot_rl.stack import PARTS, ProcessSpec, StackConfig, stack_processes
 
 RESPAWN_DELAY = 2.0
 """Seconds before a respawned node starts again (``robot-rl up`` waits as long)."""
+SIGTERM_TIMEOUT = 20.0
+"""Seconds launch waits after SIGINT before it escalates to SIGTERM: as long as
+``robot-rl up --grace``, because the learner's final checkpoint (agent, optimisers, both replay
+buffers) can take many seconds on a loaded machine, and launch's own 5 s would cut it off."""
+SIGKILL_TIMEOUT = 5.0
+"""Seconds after SIGTERM before SIGKILL (a process that ignores both is broken)."""
+
+
+class MissingDrivers(RuntimeError):
+    """The hardware file names driver executables that are not installed; launch prints the
+    message as its one error line and exits non-zero."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +91,23 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
     return stack_processes(config, parts)
 
 
+def check_installed(processes: list[ProcessSpec], hardware: str | None = None) -> None:
+    """Refuse to start a stack whose driver executables are not on PATH (launch would print a
+    traceback per driver, start the rest and exit 0)."""
+    missing = sorted({p.executable for p in processes
+                      if p.executable and shutil.which(p.executable) is None})
+    if missing:
+        raise MissingDrivers(f"{hardware or 'the stack'} names driver executables that are not "
+                             f"installed: {', '.join(missing)}")
+
+
 def to_actions(processes: list[ProcessSpec]) -> list:
-    """launch_ros ``Node`` actions for the ROS nodes, ``ExecuteProcess`` for the rest."""
+    """launch_ros ``Node`` actions for the ROS nodes, ``ExecuteProcess`` for the rest; each
+    process labelled by its node name, and given the stack's stop timeouts."""
     from launch.actions import ExecuteProcess
     from launch_ros.actions import Node
 
+    timeouts = {"sigterm_timeout": str(SIGTERM_TIMEOUT), "sigkill_timeout": str(SIGKILL_TIMEOUT)}
     actions = []
     for spec in processes:
         if spec.module:
@@ -93,13 +117,13 @@ def to_actions(processes: list[ProcessSpec]) -> list:
         if not spec.ros_node:
             actions.append(ExecuteProcess(cmd=[executable, *arguments], name=spec.name,
                                           output="screen", respawn=spec.respawn,
-                                          respawn_delay=RESPAWN_DELAY))
+                                          respawn_delay=RESPAWN_DELAY, **timeouts))
             continue
         actions.append(Node(
-            executable=executable, arguments=arguments, name=spec.name,
+            executable=executable, arguments=arguments, name=spec.name, exec_name=spec.name,
             namespace=spec.namespace, parameters=[dict(spec.parameters)],
             remappings=list(spec.remappings), output="screen", respawn=spec.respawn,
-            respawn_delay=RESPAWN_DELAY,
+            respawn_delay=RESPAWN_DELAY, **timeouts,
         ))
     return actions
 
@@ -113,7 +137,9 @@ def launch_description(mode: str, parts: tuple[str, ...]):
 
     def setup(context, *_, **__):
         values = {a.name: LaunchConfiguration(a.name).perform(context) for a in arguments}
-        return to_actions(describe(mode, parts, values))
+        processes = describe(mode, parts, values)
+        check_installed(processes, values.get("hardware"))
+        return to_actions(processes)
 
     return LaunchDescription([
         *(DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
@@ -122,4 +148,5 @@ def launch_description(mode: str, parts: tuple[str, ...]):
     ])
 
 
-__all__ = ["PARTS", "arguments_for", "describe", "launch_description", "to_actions"]
+__all__ = ["PARTS", "MissingDrivers", "arguments_for", "check_installed", "describe",
+           "launch_description", "to_actions"]

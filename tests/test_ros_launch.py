@@ -1,9 +1,10 @@
-"""The launch files, the stack description and the hardware file, without ROS 2 or launch.
+"""The launch files, the stack description and the hardware file.
 
 The launch files keep the step from launch arguments to processes in ``describe`` (no launch
 import); these tests check that it names exactly the processes ``robot-rl up`` starts, that the
-launch actions carry them over unchanged (with stand-in launch modules), and that hardware files
-are validated with errors that name the key at fault.
+real launch_ros actions carry them over (labels, stop timeouts), and that hardware files are
+validated with errors that name the key at fault. ``tests/test_ros2_launch.py`` runs the launch
+files through the real ``ros2 launch``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import importlib.util
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 import tyro
+from launch_helpers import STAND_INS, require_launch
 
 from robot_rl.commands.up import (
     LEARNER_AGENT,
@@ -85,36 +86,30 @@ def test_stack_roles_names_and_ros_parameters(tmp_path):
 
 
 def test_launch_actions_carry_the_description_unchanged(monkeypatch, tmp_path):
-    made = []
+    """The real launch_ros actions: a Node per ROS node, labelled by its node name, an
+    ExecuteProcess for the learner, every one with the stack's stop timeouts."""
+    require_launch()
+    monkeypatch.syspath_prepend(str(STAND_INS))
+    from launch import LaunchContext
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
+    from launch_ros.actions import Node
 
-    def recorder(kind):
-        def make(**kwargs):
-            made.append((kind, kwargs))
-            return kind
+    from robot_rl.launch_support import SIGKILL_TIMEOUT, SIGTERM_TIMEOUT, to_actions
 
-        return make
-
-    launch_ros = types.ModuleType("launch_ros")
-    launch_ros.actions = types.SimpleNamespace(Node=recorder("Node"))
-    launch = types.ModuleType("launch")
-    launch.actions = types.SimpleNamespace(ExecuteProcess=recorder("ExecuteProcess"))
-    stand_ins = {"launch": launch, "launch.actions": launch.actions,
-                 "launch_ros": launch_ros, "launch_ros.actions": launch_ros.actions}
-    for name, module in stand_ins.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    from robot_rl.launch_support import to_actions
+    def text(value):
+        return perform_substitutions(LaunchContext(), normalize_to_list_of_substitutions(value))
 
     processes = planned_processes(TINY, tmp_path, "tcp://127.0.0.1:5999")
-    assert to_actions(processes) == ["Node", "Node", "Node", "ExecuteProcess"]
-    for spec, (kind, kwargs) in zip(processes, made, strict=True):
-        if kind == "ExecuteProcess":
-            assert kwargs["cmd"] == spec.command()
-            continue
-        own = spec.command()[: len(spec.command()) - len(spec.ros_arguments())]
-        assert [kwargs["executable"], *kwargs["arguments"]] == own
-        assert (kwargs["name"], kwargs["namespace"]) == (spec.name, spec.namespace)
-        assert kwargs["parameters"] == [spec.parameters]
-        assert kwargs["respawn"] == spec.respawn
+    actions = to_actions(processes)
+    assert [type(a).__name__ for a in actions] == ["Node", "Node", "Node", "ExecuteProcess"]
+    for spec, action in zip(processes, actions, strict=True):
+        assert text(action.name) == spec.name  # the [label-N] of launch's output
+        assert float(text(action.sigterm_timeout)) == SIGTERM_TIMEOUT
+        assert float(text(action.sigkill_timeout)) == SIGKILL_TIMEOUT
+        if isinstance(action, Node):
+            assert text(action.node_executable) == spec.command()[0]
+        else:
+            assert [text(part) for part in action.cmd] == spec.command()
 
 
 def test_robot_launch_starts_the_hardware_files_drivers_and_the_actor(monkeypatch, tmp_path):
