@@ -3,22 +3,29 @@
 A camera cannot read another process's physics: the physics node publishes the full simulation
 state on ``/sim/state``; this node keeps its own copy of the same MJCF model, applies each state
 and renders the named MuJoCo camera at ``rate`` (simulated Hz). Publishes ``image_raw`` (rgb8)
-and ``camera_info`` on sensor-data QoS, stamped with the simulated time of the state it shows.
+and ``camera_info`` on sensor-data QoS, stamped with the simulated time of the state it shows,
+and its status on ``/diagnostics`` once a wall-clock second (as every driver does): OK while
+frames go out, WARN before the first state or when states stop coming, ERROR for a state of
+another model.
 
     python -m robot_rl.sim.nodes.camera_node --ros-args -r __ns:=/front_cam -p camera:=front
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Float64MultiArray
 
-from robot_rl.ros.convert import array_to_image, camera_info
+from robot_rl.ros.convert import array_to_image, camera_info, header
 from robot_rl.ros.node_base import Param, declare_params, main_for, positive
-from robot_rl.ros.qos import sensor_qos, state_qos
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
 from robot_rl.sim.nodes.twin_driver import SIM_STATE_TOPIC
 
 
@@ -29,6 +36,14 @@ def twin_model(task_name: str):
 
     task = make_task(task_name)
     return resolve(robot_kind(task.robot).twin_model)(task)
+
+
+STALE_AFTER = 2.0
+"""Wall seconds without a frame before the diagnostics warn."""
+
+
+def _wall() -> float:
+    return time.monotonic()
 
 
 def _positive_int(name: str, default: int, description: str) -> Param:
@@ -66,9 +81,14 @@ class CameraTwinNode(Node):
         self._next_frame = -np.inf
         self._sizes = (self.model.nq, 3 * self.model.nmocap, 4 * self.model.nmocap)
         self._warned = False
+        self._frames, self._last_frame_wall, self._last_stamp = 0, None, None
         self._image_pub = self.create_publisher(Image, "image_raw", sensor_qos())
         self._info_pub = self.create_publisher(CameraInfo, "camera_info", sensor_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_subscription(Float64MultiArray, SIM_STATE_TOPIC, self._on_state, state_qos())
+        # wall clock: diagnostics go out even while simulated time stands still
+        self._diag_timer = self.create_timer(1.0, self._publish_diagnostics,
+                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _on_state(self, msg: Float64MultiArray) -> None:
         time = msg.data[0]
@@ -95,6 +115,30 @@ class CameraTwinNode(Node):
         self._image_pub.publish(array_to_image(pixels, "rgb8", time, self._frame))
         p = self.params
         self._info_pub.publish(camera_info(p["width"], p["height"], self._fovy, time, self._frame))
+        self._frames += 1
+        self._last_frame_wall, self._last_stamp = _wall(), time
+
+    def _publish_diagnostics(self) -> None:
+        p = self.params
+        age = None if self._last_frame_wall is None else _wall() - self._last_frame_wall
+        if self._warned:
+            level, message = DiagnosticStatus.ERROR, "/sim/state is of another model"
+        elif age is None:
+            level, message = DiagnosticStatus.WARN, "no /sim/state received yet"
+        elif age > STALE_AFTER:
+            level, message = DiagnosticStatus.WARN, f"no frame for {age:.1f} s"
+        else:
+            level, message = DiagnosticStatus.OK, "publishing frames"
+        values = {"camera": p["camera"], "frames": str(self._frames),
+                  "size": f"{p['width']}x{p['height']}", "rate": str(p["rate"]),
+                  "last_stamp": "" if self._last_stamp is None else f"{self._last_stamp:.3f}"}
+        status = DiagnosticStatus(
+            level=level, name=self.get_fully_qualified_name(), message=message,
+            hardware_id=f"mujoco-twin/{p['task']}/{p['camera']}",
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
+        stamp = self._last_stamp if self._last_stamp is not None else 0.0
+        self._diag_pub.publish(DiagnosticArray(header=header(stamp), status=[status]))
 
     def destroy_node(self) -> None:
         self._renderer.close()
