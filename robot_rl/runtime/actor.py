@@ -163,14 +163,14 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
 
     try:
         while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
+            if cfg.max_learner_lag is not None and (simulated or episode["length"] == 0):
+                _wait_for_learner(client, cfg.max_learner_lag)
             if client.refused_reason and not client.connected:
                 raise LearnerRefused(client.refused_reason)
             if client.data_refused:
                 raise LearnerRefused(
                     f"its transitions: {client.data_refused} (they stay in {outbox.directory})"
                 )
-            if cfg.max_learner_lag is not None and (simulated or episode["length"] == 0):
-                _wait_for_learner(client, cfg.max_learner_lag)
             if updater.error is not None:
                 raise updater.error
             policy = updater.policy
@@ -290,7 +290,7 @@ def _store(outbox: Outbox, payload: bytes, timeout: float, console: Console) -> 
 
 def _wait_for_learner(client: TransportClient, max_lag: int) -> None:
     """Block while the learner is unreachable or more than ``max_lag`` transitions behind."""
-    while client.refused_reason is None and (
+    while client.refused_reason is None and client.data_refused is None and (
         not client.connected or client.estimated_lag() > max_lag
     ):
         time.sleep(0.005)

@@ -229,6 +229,8 @@ class Outbox:
         with self._lock:
             next_seq = min(next_seq, self._next_seq)
             if next_seq <= self._acked:
+                if self._space_short:
+                    self._release_acknowledged()
                 return
             self._acked = next_seq
             while len(self._segments) > 1 and self._segments[1] <= next_seq:
