@@ -186,3 +186,32 @@ def test_unknown_image_key_is_refused():
     buffer = ReplayBuffer(OBS_SPACE, ACTION_SPACE, capacity=4)
     with pytest.raises(ValueError, match="side"):
         EmbeddingCache(buffer, ("side",), reference_embed)
+
+
+def test_fine_feature_maps_get_a_fresh_shift_at_every_gather():
+    """DrQ on cached features: a map of >= 8 cells moves by up to ``feature_shift`` cells per
+    sample (edge repeated), so a frame's few cached views are not all the critic ever sees."""
+    from robot_rl.data.embedding_cache import MIN_SHIFT_CELLS
+
+    def map_embed(images):  # a fine 8x8 map whose cells hold their own coordinates
+        count = len(images)
+        grid = np.stack(np.meshgrid(np.arange(8), np.arange(8), indexing="ij"), -1)
+        return np.broadcast_to(grid, (count, 8, 8, 2)).astype(np.float32)
+
+    rng = np.random.default_rng(0)
+    buffer = ReplayBuffer(OBS_SPACE, ACTION_SPACE, capacity=20)
+    fill(buffer, 10, rng)
+    cache = EmbeddingCache(buffer, ("front",), map_embed, num_views=1, feature_shift=1,
+                           dtype=np.float32)
+    assert cache.shift_cells((MIN_SHIFT_CELLS, MIN_SHIFT_CELLS, 2)) == 1
+    assert cache.shift_cells((4, 4, 512)) == 0 and cache.shift_cells((256,)) == 0
+    batch = cache.gather(np.arange(10).repeat(20), np.random.default_rng(1))
+    maps = batch["observations"]["front"]
+    offsets = {(int(m[4, 4, 0]) - 4, int(m[4, 4, 1]) - 4) for m in maps}
+    assert offsets == {(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)}
+    for m in maps:  # a shifted map, edge repeated: interior steps stay one cell apart
+        assert np.all(np.diff(m[1:-1, :, 0], axis=0) == 1)
+        assert m[0, 0, 0] in (0, 1) and m[-1, -1, 0] in (6, 7)
+    unshifted = EmbeddingCache(buffer, ("front",), map_embed, num_views=1, dtype=np.float32)
+    plain = unshifted.gather(np.arange(10), np.random.default_rng(1))["observations"]["front"]
+    np.testing.assert_array_equal(plain, map_embed(np.zeros((10, 1, 1, 3), np.uint8)))

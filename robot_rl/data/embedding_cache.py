@@ -12,6 +12,15 @@ draws independent shifts for the two. The learner thus sees ``num_views`` shifte
 frame rather than a fresh shift per update: a fixed augmentation budget per frame, at the cost
 of ``num_views`` encoder passes per frame once instead of two per sampled transition every update.
 
+How honest that is: 4 fixed views per frame are a weaker regulariser than DrQ's fresh shift per
+sample (the critic can fit a frame's few views), so on top of the cached views each sampled
+feature map is shifted at gather time by a fresh random offset of up to ``feature_shift`` cells
+in each direction (edge cells repeated, as DrQ pads pixels), independently for observation and
+next observation. Only maps of at least ``MIN_SHIFT_CELLS`` cells a side are shifted: there a
+cell is at most 1/8 of the view (the small conv trunk at 64 px: 11x11 cells of ~6 px, about
+DrQ's 4 px pad), while a ResNet's 2x2 or 4x4 map would move by a quarter of the image or more,
+so it keeps its cached views only. The shift costs one gather in numpy, no encoder pass.
+
 Frames are embedded lazily (the first time a gather needs them) or eagerly by ``refresh()``.
 Each cache row remembers the serial of the frame it was computed from; when the replay
 overwrites a slot with a new frame, the serial changes and the row is recomputed.
@@ -25,6 +34,9 @@ import numpy as np
 
 from robot_rl.data.augment import random_shift
 from robot_rl.data.replay import ReplayBuffer
+
+MIN_SHIFT_CELLS = 8
+"""Feature maps smaller than this (cells a side) are not shifted: a cell would be too coarse."""
 
 
 class EmbeddingCache:
@@ -40,6 +52,7 @@ class EmbeddingCache:
         dtype=np.float16,
         seed: int = 0,
         bucket_sizes: bool = True,
+        feature_shift: int = 0,
     ):
         """``bucket_sizes`` rounds each embed_fn call up to a power of two (at most
         ``chunk_size`` rows, padding by repeating a frame) so a jitted embed_fn compiles for a
@@ -47,11 +60,12 @@ class EmbeddingCache:
         missing = [k for k in image_keys if k not in buffer.observation_space.spaces]
         if missing:
             raise ValueError(f"image keys {missing} are not observation keys of the buffer")
-        if num_views < 1 or chunk_size < 1 or pad < 0:
+        if num_views < 1 or chunk_size < 1 or pad < 0 or feature_shift < 0:
             raise ValueError(
-                "need num_views >= 1, chunk_size >= 1, pad >= 0; "
-                f"got {num_views}, {chunk_size}, {pad}"
+                "need num_views >= 1, chunk_size >= 1, pad >= 0, feature_shift >= 0; "
+                f"got {num_views}, {chunk_size}, {pad}, {feature_shift}"
             )
+        self.feature_shift = feature_shift
         self.buffer = buffer
         self.image_keys = tuple(image_keys)
         self.embed_fn = embed_fn
@@ -123,9 +137,31 @@ class EmbeddingCache:
             features = self._features[key]
             obs_view = rng.integers(0, self.num_views, size=len(indices))
             next_view = rng.integers(0, self.num_views, size=len(indices))
-            batch["observations"][key] = features[obs_slots, obs_view].astype(np.float32)
-            batch["next_observations"][key] = features[next_slots, next_view].astype(np.float32)
+            obs_features = features[obs_slots, obs_view].astype(np.float32)
+            next_features = features[next_slots, next_view].astype(np.float32)
+            batch["observations"][key] = self._shift(obs_features, rng)
+            batch["next_observations"][key] = self._shift(next_features, rng)
         return batch
+
+    def shift_cells(self, feature_shape: tuple[int, ...]) -> int:
+        """The largest shift (cells) applied to feature maps of this shape (``[h, w, c]``)."""
+        if len(feature_shape) != 3 or min(feature_shape[:2]) < MIN_SHIFT_CELLS:
+            return 0
+        return self.feature_shift
+
+    def _shift(self, features: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Each map in ``[B, h, w, c]`` moved by its own random offset in [-s, s] cells per axis,
+        edge cells repeated (DrQ's random shift, on the feature map)."""
+        s = self.shift_cells(features.shape[1:])
+        if s == 0 or len(features) == 0:
+            return features
+        count, height, width = features.shape[:3]
+        padded = np.pad(features, ((0, 0), (s, s), (s, s), (0, 0)), mode="edge")
+        dy = rng.integers(0, 2 * s + 1, count)
+        dx = rng.integers(0, 2 * s + 1, count)
+        rows = (dy[:, None] + np.arange(height))[:, :, None]
+        cols = (dx[:, None] + np.arange(width))[:, None, :]
+        return padded[np.arange(count)[:, None, None], rows, cols]
 
     def sample(self, rng: np.random.Generator, size: int) -> dict:
         return self.gather(self.buffer.sample_indices(rng, size), rng)

@@ -182,10 +182,14 @@ def make_sampler(agent: SACAgent, replay, demos, demo_fraction: float) -> MixedS
         from robot_rl.data.embedding_cache import EmbeddingCache
 
         keys, pad = agent.nets.image_keys, agent.config.drq_pad
-        views = 4 if pad else 1
+        # DrQ's shifts: 4 cached pixel-shifted views per frame, and a fresh one-cell shift of
+        # every sampled feature map that is fine enough (data/embedding_cache.py says why)
+        views, shift = (4, 1) if pad else (1, 0)
         # The trunk never changes, so the first agent's embed function stays valid.
-        replay = EmbeddingCache(replay, keys, agent.embed_frames, num_views=views, pad=pad)
-        demos = EmbeddingCache(demos, keys, agent.embed_frames, num_views=views, pad=pad)
+        replay = EmbeddingCache(replay, keys, agent.embed_frames, num_views=views, pad=pad,
+                                feature_shift=shift)
+        demos = EmbeddingCache(demos, keys, agent.embed_frames, num_views=views, pad=pad,
+                               feature_shift=shift)
     return MixedSampler(replay, demos, demo_fraction=demo_fraction)
 
 
