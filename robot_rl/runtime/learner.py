@@ -137,8 +137,21 @@ class LearnerConfig(ObservationMode):
         self.agent.validate()
 
 
-def _interrupt(*_) -> None:
-    raise KeyboardInterrupt  # SIGTERM (a process manager stopping us) checkpoints like Ctrl-C
+class _StopRequest:
+    """SIGINT or SIGTERM (a process manager stopping us), remembered. A KeyboardInterrupt
+    raised by a signal handler lands wherever the main thread is, JAX's gc callback included,
+    where Python prints "Exception ignored" and swallows it: the learner then ran on until it
+    was killed. So the request is kept; during setup the handler still raises (demos can be
+    interrupted), and the training loop, where it only notes it, stops at the next update."""
+
+    def __init__(self):
+        self.requested = False
+        self.deferred = False
+
+    def __call__(self, *_) -> None:
+        self.requested = True
+        if not self.deferred:
+            raise KeyboardInterrupt
 
 
 class CheckpointWriteError(RuntimeError):
@@ -388,6 +401,15 @@ class Learner:
         )
 
     def run(self, keys: ServerKeys | None = None) -> dict:
+        stop = _StopRequest()
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            return self._run(keys, stop)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _run(self, keys: ServerKeys | None, stop: _StopRequest) -> dict:
         cfg = self.cfg
         self._collect_demos()
         sampler = make_sampler(self.agent, self.replay, self.demos, cfg.demo_fraction)
@@ -409,11 +431,13 @@ class Learner:
             f"{cfg.agent.num_critics} critics, updates after {cfg.start_steps} transitions "
             f"-> {self.run_dir}"
         )
-        previous = signal.signal(signal.SIGTERM, _interrupt)
         last_ckpt = last_log = last_status = time.monotonic()
         last_published, update_time, log_updates = self.updates, 0.0, self.updates
+        stop.deferred = True
         try:
             while not self.done():
+                if stop.requested:
+                    raise KeyboardInterrupt  # checkpoint below, exit 130
                 self._drain(block=False)
                 self._record_episodes()
                 if self.updates + cfg.update_chunk <= self.allowed_updates():
@@ -451,7 +475,6 @@ class Learner:
             )
             raise
         finally:
-            signal.signal(signal.SIGTERM, previous)
             self.server.stop()
             self.ingest_log.close()
         summary = {
