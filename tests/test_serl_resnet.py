@@ -197,3 +197,17 @@ def test_train_with_encoder_weights_records_the_encoder_and_eval_rebuilds_it(
     finally:
         moved.rename(weights)
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["episodes"] == 1
+
+
+def test_up_hands_the_encoder_weights_to_the_learner(tmp_path):
+    import tyro
+
+    from robot_rl.commands.up import LEARNER_AGENT, UpConfig, planned_processes
+    from robot_rl.runtime.learner import LearnerConfig
+
+    agent = LEARNER_AGENT.replace(encoder="serl_resnet10", encoder_frozen=True,
+                                  encoder_weights=str(tmp_path / "w.safetensors"))
+    up = UpConfig("sim", cameras=("front",), agent=agent)
+    learner = planned_processes(up, tmp_path, "tcp://127.0.0.1:5999")[-1]
+    parsed = tyro.cli(LearnerConfig, args=list(learner.arguments[1:]))
+    assert parsed.agent == agent and parsed.cameras == ("front",)
