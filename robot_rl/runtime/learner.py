@@ -296,6 +296,7 @@ class Learner:
                 shutil.rmtree(partial, ignore_errors=True)  # give the space back
             why = "the disk is full" if is_disk_full(err) else f"{err.strerror or err}"
             if final:
+                self._abandon_metrics()
                 raise CheckpointWriteError(
                     f"the final checkpoint could not be written to {self.ckpt_dir}: {why}; "
                     f"everything acknowledged is in the ingest log: free space and run again "
@@ -314,6 +315,20 @@ class Learner:
             self.console.print("checkpoint written again")
             self._checkpoint_failing = False
         return True
+
+    def _abandon_metrics(self) -> None:
+        """The run ends on a full disk: close the TensorBoard writer now and quietly. Left
+        open, its flush at interpreter exit would print a traceback after our one line."""
+        writer = getattr(getattr(self, "logger", None), "_writer", None)
+        if writer is None:
+            return
+        try:
+            writer.close()
+        except OSError:
+            for file_writer in (getattr(writer, "all_writers", None) or {}).values():
+                events = getattr(file_writer, "event_writer", None)
+                if events is not None:
+                    events._closed = True  # tensorboardX's flag: its exit hook does nothing
 
     def _write_checkpoint(self) -> int:
         segment = self.ingest_log.rotate()

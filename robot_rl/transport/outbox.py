@@ -102,6 +102,8 @@ class Outbox:
         """The learner run this outbox's stream belongs to (None before any welcome)."""
         if stream.get("id") != self.id:
             self._write_json(STREAM_FILE, {"id": self.id, "learner_run": self.learner_run})
+        if not (self.directory / ACKED_FILE).exists():
+            self._persist_ack()  # from the start: on a full disk it is overwritten in place
 
     def _read_json(self, name: str) -> dict:
         path = self.directory / name
