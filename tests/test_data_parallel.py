@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
+
 SCRIPT = textwrap.dedent("""
     import sys
     import jax
@@ -54,3 +56,60 @@ def test_a_sharded_update_equals_the_single_device_update():
     result = subprocess.run([sys.executable, "-c", SCRIPT.format(tests=tests)], env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0 and "equal" in result.stdout, result.stdout + result.stderr
+
+
+HOST_SCRIPT = textwrap.dedent("""
+    import os, sys
+    import jax
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from agent_fixtures import action_space, random_batch, state_space
+    from robot_rl.agents.config import AgentConfig
+    from robot_rl.agents.data_parallel import DataParallel, initialize_multi_host
+    from robot_rl.agents.sac import SACAgent
+
+    process_id = int(sys.argv[1])
+    if process_id >= 0:
+        initialize_multi_host({coordinator!r}, num_processes=2, process_id=process_id)
+    config = AgentConfig(hidden_dims=(32, 32), num_critics=4, critic_subsample=2)
+    agent = SACAgent.create(0, state_space(6), action_space(3), config)
+    batch = random_batch(state_space(6), 3, 2 * 64, seed=1)
+    if process_id < 0:  # the reference: one device, the whole batch
+        agent, info = agent.update(batch, utd_ratio=2)
+    else:  # each host holds its half of every minibatch: rows [utd, 64, ...] split in two
+        def half(x):
+            x = x.reshape(2, 64, *x.shape[1:])[:, 32 * process_id:32 * (process_id + 1)]
+            return x.reshape(64, *x.shape[2:])
+        local = jax.tree.map(half, {{k: v for k, v in batch.items() if k != "truncated"}})
+        parallel = DataParallel()
+        assert parallel.size == 4 and jax.process_count() == 2
+        agent, info = parallel.place_agent(agent).update(local, utd_ratio=2, parallel=parallel)
+    leaves = [np.asarray(x.addressable_data(0) if hasattr(x, "addressable_data") else x)
+              for x in jax.tree.leaves(agent)]
+    np.savez(sys.argv[2], *leaves)
+    print("saved", flush=True)
+""")
+
+
+def test_two_processes_on_loopback_update_as_one_device(tmp_path):
+    """Multi-host through jax.distributed: two learner processes with two CPU devices each."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    port = 20000 + os.getpid() % 20000
+    script = HOST_SCRIPT.format(tests=tests, coordinator=f"127.0.0.1:{port}")
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "JAX_PLATFORMS": "cpu"}
+    hosts = [subprocess.Popen([sys.executable, "-c", script, str(i), str(tmp_path / f"{i}.npz")],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for i in (0, 1)]
+    reference = subprocess.run([sys.executable, "-c", script, "-1", str(tmp_path / "ref.npz")],
+                               env={**env, "XLA_FLAGS": ""}, capture_output=True, text=True,
+                               timeout=900)
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    for host in hosts:
+        output, _ = host.communicate(timeout=900)
+        assert host.returncode == 0, output
+    expected = np.load(tmp_path / "ref.npz")
+    for i in (0, 1):
+        got = np.load(tmp_path / f"{i}.npz")
+        for key in expected.files:
+            np.testing.assert_allclose(got[key], expected[key], rtol=2e-4, atol=2e-5)

@@ -50,9 +50,26 @@ class DataParallel:
         return jax.device_put(agent, self._replicated)
 
     def place_minibatches(self, minibatches: dict) -> dict:
-        """``[utd_ratio, batch, ...]`` arrays, each device holding its slice of the batch."""
-        self.check_batch_size(jax.tree.leaves(minibatches)[0].shape[1])
-        return jax.device_put(minibatches, self._split)
+        """``[utd_ratio, batch, ...]`` arrays, each device holding its slice of the batch.
+
+        With several processes (``jax.distributed``) each one passes its own share of the
+        global batch (``batch / process_count`` rows, sampled from its own replay): the global
+        minibatch is their concatenation."""
+        global_batch = jax.tree.leaves(minibatches)[0].shape[1] * jax.process_count()
+        self.check_batch_size(global_batch)
+        return jax.tree.map(
+            lambda x: jax.make_array_from_process_local_data(self._split, x), minibatches
+        )
+
+
+def initialize_multi_host(coordinator: str, num_processes: int, process_id: int) -> None:
+    """Join a multi-host learner: every process calls this first, with the same coordinator
+    address (``host:port`` of process 0) and its own ``process_id``; ``jax.devices()`` then
+    lists the devices of every process and ``DataParallel()`` spans them. CPU hosts exchange
+    gradients through gloo; GPU hosts through NCCL."""
+    # (asking for the backend here would start it, which initialize must precede)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator, num_processes=num_processes, process_id=process_id)
 
 
 def local_data_parallel() -> DataParallel | None:
