@@ -10,24 +10,25 @@ external wrench estimate, frame ``flange``), ``gripper/joint_states`` (one joint
 ``cmd/gripper`` (reliable, depth 1). Services: ``reset`` (Trigger: to ``reset_pose``),
 ``estop`` (SetBool), ``clear_error`` (Trigger: automatic error recovery after a reflex).
 
-Library: franky (``franky-control``) rather than pylibfranka. franky wraps the same libfranka
-(0.21.2, bundled in its wheel) and adds what this node needs and pylibfranka leaves to the
-caller: asynchronous motions that a newer target takes over seamlessly (Ruckig keeps the
-commanded trajectory smooth, as the robot demands), a background 1 kHz loop so Python never has
-to meet the real-time deadline, and ``recover_from_errors``. It speaks franky-sim's protocol
-version (10) as installed, so the tests run the real client against a real protocol peer.
+Library: franky (``franky-control`` 2.0.0) rather than pylibfranka. franky wraps the same
+libfranka (0.21.2, bundled in its wheel) and adds what this node needs and pylibfranka leaves
+to the caller: a Cartesian impedance controller that runs its 1 kHz torque loop in C++ and takes
+a new reference from any thread (``CartesianImpedanceTrackingMotion``), so Python never has to
+meet the real-time deadline (a pylibfranka control callback is Python, 1000 times a second),
+plus the gripper and ``recover_from_errors``. It speaks franky-sim's protocol (version 10) as
+installed, so the tests run the real client against a real protocol peer.
 
 Safety, in order: a command is refused (and never reaches libfranka) when it is unstamped,
 older than ``command_max_age``, stamped in the future, non-finite, in another frame, or has a
 malformed quaternion (``franka_safety``); a valid target is clipped into the node's
 ``workspace_min``/``workspace_max`` box and limited to ``max_step_translation`` /
-``max_step_rotation`` from the measured pose; the watchdog stops the arm when no valid command
-arrived for ``watchdog_timeout``; ``estop`` stops at once (libfranka's stop) and refuses motion
-until released; a reflex or motion error latches a fault until ``clear_error``. Motion runs
-under the robot's Cartesian impedance controller (``cartesian_impedance``), so the arm yields to
-contact. Lifecycle: configure connects (one clear line when the robot does not answer),
-activate starts the controller holding the current pose, deactivate stops the arm, cleanup
-disconnects.
+``max_step_rotation`` from the measured pose; the Cartesian impedance controller (compliant:
+the arm yields to contact) sees at most ``translational_error_clip`` / ``rotational_error_clip``
+of error; the watchdog holds the arm where it is when no valid command arrived for
+``watchdog_timeout``; ``estop`` stops at once (libfranka's stop) and refuses motion until
+released; a reflex or motion error latches a fault until ``clear_error``. Lifecycle: configure
+connects (one clear line when the robot does not answer), activate starts the controller
+holding the current pose, deactivate stops the arm, cleanup disconnects.
 """
 
 from __future__ import annotations
@@ -91,19 +92,22 @@ class FrankaConfig:
                                         "from the measured TCP position (m)", positive)
     max_step_rotation: float = param(0.2, "a command turns the target at most this far from "
                                      "the measured TCP orientation (rad)", positive)
-    relative_dynamics_factor: float = param(0.15, "fraction of the Franka's velocity, "
-                                            "acceleration and jerk limits motions may use",
-                                            (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"))
-    cartesian_impedance: tuple = param([2000.0, 2000.0, 2000.0, 150.0, 150.0, 150.0],
-                                      "stiffness of the robot's Cartesian impedance controller "
-                                      "(x, y, z in N/m: 10..3000; roll, pitch, yaw in Nm/rad: "
-                                      "1..300)", length(6))
+    translational_stiffness: float = param(2000.0, "Cartesian impedance: translational "
+                                           "stiffness (N/m)", positive)
+    rotational_stiffness: float = param(150.0, "Cartesian impedance: rotational stiffness "
+                                        "(Nm/rad)", positive)
+    translational_error_clip: float = param(0.01, "the controller sees at most this position "
+                                            "error per axis (m): bounds force and speed",
+                                            positive)
+    rotational_error_clip: float = param(0.05, "the controller sees at most this orientation "
+                                         "error per axis (rad)", positive)
     torque_threshold: float = param(20.0, "collision reflex threshold on joint torques (Nm)",
                                     positive)
     force_threshold: float = param(30.0, "collision reflex threshold on the Cartesian force "
                                    "(N)", positive)
     reset_pose: tuple = param([0.55, 0.0, 0.5, 0.0, 1.0, 0.0, 0.0], "pose the reset service "
                              "moves to: x, y, z (m), quaternion w, x, y, z", length(7))
+    reset_speed: float = param(0.1, "speed of the reset motion's reference (m/s)", positive)
     reset_timeout: float = param(15.0, "the reset service fails when the pose is not reached "
                                  "within this many seconds", positive)
     gripper_threshold: float = param(0.5, "cmd/gripper at or above this closes the hand "
@@ -173,6 +177,8 @@ class FrankaDriver(DeviceNode):
 
     # -- state (called from the link's thread) -------------------------------------------------
     def _publish_state(self, s: ArmState) -> None:
+        if not self.context.ok():
+            return  # shutting down: the link thread is about to be stopped
         pubs = self._pubs
         pubs["joint_states"].publish(joint_state_msg(
             ARM_JOINTS, s.joint_pos, s.joint_vel, s.joint_effort, stamp=s.stamp))
@@ -184,7 +190,14 @@ class FrankaDriver(DeviceNode):
                                                     stamp=s.stamp))
 
     def _log(self, level: str, message: str) -> None:
-        getattr(self.get_logger(), level)(message)
+        # rclpy ties a severity to each calling line: one line per severity
+        logger = self.get_logger()
+        if level == "error":
+            logger.error(message)
+        elif level == "warning":
+            logger.warning(message)
+        else:
+            logger.info(message)
 
     # -- commands ------------------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:

@@ -8,11 +8,18 @@ the requests the node queued (e-stop, clear error, reset, the newest pose target
 and runs the command watchdog. A lost connection drops both objects and reconnects every
 ``reconnect_period``; after a reconnect the arm holds until a fresh command arrives.
 
-Motion is franky's ``CartesianMotion`` (a Ruckig trajectory in Cartesian space, under the
-robot's own Cartesian impedance controller, so the arm is compliant) towards the newest target;
-a newer target takes over the running motion seamlessly. Targets reach this module already
-validated and inside the workspace box; here each one is limited to one step from the measured
-pose (``franka_safety.limit_step``) just before it is sent.
+Motion is Cartesian impedance control, as SERL runs it: franky's
+``CartesianImpedanceTrackingMotion`` computes joint torques at 1 kHz in its own C++ loop from
+the pose error, clipped to ``translational_error_clip`` / ``rotational_error_clip`` (so the
+force, and with it the speed, stays bounded whatever the target), and this thread only moves its
+reference. One controller stays alive while the node follows and holds; no motion is ever
+preempted. (Streaming franky ``CartesianMotion``s instead, one per target, overshot targets
+and, a few times in twenty runs against franky-sim, failed in the planner, error -101, while
+the commanded pose ran off far outside the box.) Targets reach this module already validated
+and inside the workspace box; here each one is limited to one step from the measured pose
+(``franka_safety.limit_step``) just before the reference moves. Holding (watchdog, after a
+reset) keeps the controller with the reference on the measured pose; the e-stop and deactivate
+end it with libfranka's stop; the next command after either starts a fresh one.
 """
 
 from __future__ import annotations
@@ -31,11 +38,12 @@ HOLDING, FOLLOWING, RESETTING, ESTOP, FAULT, DISCONNECTED = (
 
 
 GRIPPER_READ_HZ = 25.0
-RESEND_TRANSLATION = 0.001
-RESEND_ROTATION = 0.005
-"""A target this close (m, rad) to the running motion's is not sent again: franky replans a
-preempted Cartesian motion from the running one, and a stream of near-identical targets piles
-up overshoot (2 cm past a 10 cm move against franky-sim) instead of letting it settle."""
+RESET_TOLERANCE = (0.01, 0.05)
+"""The reset pose counts as reached within this (m, rad): an impedance controller settles a few
+millimetres off its reference under unmodelled load."""
+TWIST_SMOOTHING = 0.5
+"""Weight of the newest finite difference in the published twist (libfranka sends no measured
+Cartesian velocity, and the robot model is busy in franky's control loop)."""
 
 
 class ConnectError(RuntimeError):
@@ -68,6 +76,8 @@ class _Reset:
     result: str = ""
     ok: bool = False
     deadline: float = 0.0
+    reference: tuple = ()
+    last: float = 0.0
 
 
 def _first_line(error: BaseException) -> str:
@@ -77,6 +87,22 @@ def _first_line(error: BaseException) -> str:
 
 def _has_errors(errors) -> bool:
     return any(errors.__getstate__())
+
+
+def pose_twist(previous: ArmState, current: ArmState) -> np.ndarray:
+    """Base-frame twist (linear, angular) between two readings, by finite difference."""
+    dt = current.stamp - previous.stamp
+    linear = (current.tcp_pos - previous.tcp_pos) / dt
+    w0, v0 = previous.tcp_quat[0], -previous.tcp_quat[1:]  # conjugate of the previous
+    w1, v1 = current.tcp_quat[0], current.tcp_quat[1:]
+    w = w1 * w0 - v1 @ v0  # current * previous^-1: the rotation in the base frame
+    v = w1 * v0 + w0 * v1 + np.cross(v1, v0)
+    if w < 0:
+        w, v = -w, -v
+    norm = float(np.linalg.norm(v))
+    angle = 2.0 * np.arctan2(norm, w)
+    angular = v / norm * angle / dt if norm > 1e-12 else np.zeros(3)
+    return np.concatenate([linear, angular])
 
 
 def _to_wxyz(quat_xyzw) -> np.ndarray:
@@ -98,7 +124,9 @@ class FrankaLink:
         self._log = log  # (level, message)
         self._robot = None
         self._gripper = None
-        self._model = None
+        self._max_width = 0.08
+        self._motion = None  # the running impedance controller
+        self._previous: ArmState | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -120,9 +148,10 @@ class FrankaLink:
         self.cycles = 0
         self.reconnects = 0
         self._gripper_closed: bool | None = None
+        self._gripper_wanted: bool | None = None
+        self._gripper_future = None
         self._gripper_every = max(1, round(config.state_hz / GRIPPER_READ_HZ))
         self._width: float | None = None
-        self._sent: tuple[np.ndarray, np.ndarray] | None = None
         self._reset: _Reset | None = None
         self._next_reconnect = 0.0
 
@@ -135,15 +164,13 @@ class FrankaLink:
 
         def attempt() -> None:
             try:
-                robot = franky.Robot(
-                    cfg.robot_ip, realtime_config=franky.RealtimeConfig.Ignore,
-                    controller_mode=franky.ControllerMode.CartesianImpedance)
-                robot.relative_dynamics_factor = cfg.relative_dynamics_factor
+                robot = franky.Robot(cfg.robot_ip, realtime_config=franky.RealtimeConfig.Ignore)
                 robot.set_collision_behavior(cfg.torque_threshold, cfg.force_threshold)
-                robot.set_cartesian_impedance(list(cfg.cartesian_impedance))
                 result["robot"] = robot
                 if cfg.gripper:
-                    result["gripper"] = franky.Gripper(cfg.robot_ip)
+                    gripper = franky.Gripper(cfg.robot_ip)
+                    result["gripper"] = gripper
+                    result["max_width"] = gripper.max_width or 0.08
             except Exception as error:  # any libfranka failure: report it in one line
                 result["error"] = error
 
@@ -157,11 +184,18 @@ class FrankaLink:
             raise ConnectError(f"Franka at {cfg.robot_ip} does not answer: "
                                f"{_first_line(result['error'])}")
         self._robot, self._gripper = result["robot"], result.get("gripper")
-        self._model = self._robot.model
+        self._max_width = result.get("max_width", 0.08)
+        self._motion = None
+        self._previous = None
         self._gripper_closed = None
+        self._gripper_wanted = None
         self.mode = HOLDING
-        if _has_errors(self._robot.state.current_errors):
-            self.fault = f"robot reports errors: {self._robot.state.current_errors!r}"
+        errors = self._robot.state.current_errors
+        if _has_errors(errors):
+            self.fault = f"robot reports errors: {errors!r}"
+        elif self.fault:  # a new session on a robot without errors: what was latched is past
+            self._log("info", f"connected to a robot without errors; cleared: {self.fault}")
+            self.fault = ""
 
     def start(self) -> None:
         self._closing = False
@@ -178,6 +212,9 @@ class FrankaLink:
 
     def _drop(self) -> None:
         robot, gripper, self._robot, self._gripper = self._robot, self._gripper, None, None
+        future, self._gripper_future = self._gripper_future, None
+        if future is not None:
+            future.wait(2.0)  # let a running hand command end before its object goes
         if robot is not None:
             try:
                 if robot.is_in_control:
@@ -186,7 +223,7 @@ class FrankaLink:
             except Exception:  # the connection is already gone: nothing left to stop
                 pass
         del robot, gripper
-        self._sent = None
+        self._motion = None
         self.mode = DISCONNECTED
 
     # -- requests (any thread) ------------------------------------------------------------------
@@ -247,23 +284,42 @@ class FrankaLink:
         period = 1.0 / self.config.state_hz
         next_cycle = time.monotonic()
         while not self._closing:
-            if self._robot is None:
-                self._reconnect()
-            else:
-                try:
-                    self._cycle()
-                except Exception as error:  # the connection is gone (or libfranka failed)
-                    self._log("error", f"connection lost: {_first_line(error)}; reconnecting "
-                              f"every {self.config.reconnect_period} s")
-                    self._drop()
-                    self._next_reconnect = time.monotonic() + self.config.reconnect_period
-                    self._fail_reset("connection lost")
+            try:
+                self._step()
+            except Exception as error:  # a bug must not silently end the robot's thread
+                self._report(f"franka-link: {_first_line(error)}")
             next_cycle += period
             now = time.monotonic()
             if next_cycle < now:
                 next_cycle = now  # late: restart the schedule rather than burst
             self._wake.wait(next_cycle - now)
             self._wake.clear()
+
+    def _step(self) -> None:
+        if self._robot is None:
+            self._reconnect()
+            return
+        try:
+            self._cycle()
+        except self._franky.NetworkException as error:
+            self._lost(error)
+        except RuntimeError as error:  # franky's "Net Exception" once the link is broken
+            if "Net" not in str(error):
+                raise
+            self._lost(error)
+
+    def _lost(self, error: BaseException) -> None:
+        self._drop()
+        self._next_reconnect = time.monotonic() + self.config.reconnect_period
+        self._fail_reset("connection lost")
+        self._log("error", f"connection lost: {_first_line(error)}; reconnecting every "
+                  f"{self.config.reconnect_period} s")
+
+    def _report(self, message: str) -> None:
+        try:
+            self._log("error", message)
+        except Exception:  # logging itself failed (shutting down): nothing else to tell
+            return
 
     def _reconnect(self) -> None:
         if time.monotonic() < self._next_reconnect:
@@ -299,29 +355,31 @@ class FrankaLink:
         flange_in_ee = np.asarray(state.F_T_EE.matrix)[:3, :3]
         flange_rotation = rotation @ flange_in_ee.T  # base <- flange
         wrench = np.asarray(state.O_F_ext_hat_K, np.float64)
-        # libfranka sends no measured Cartesian velocity: J(q) dq from the robot's own model
-        jacobian = self._model.zero_jacobian(self._franky.Frame.EndEffector, state)
-        twist = np.asarray(jacobian) @ np.asarray(state.dq, np.float64)
-        gripper = None
-        if width is not None:
-            max_width = self._gripper.max_width or 0.08
-            gripper = float(np.clip(1.0 - width / max_width, 0.0, 1.0))
-        return ArmState(
+        reading = ArmState(
             stamp=time.time(),
             joint_pos=np.asarray(state.q, np.float64),
             joint_vel=np.asarray(state.dq, np.float64),
             joint_effort=np.asarray(state.tau_J, np.float64),
             tcp_pos=np.asarray(pose.translation, np.float64),
             tcp_quat=_to_wxyz(pose.quaternion),
-            tcp_vel=twist,
+            tcp_vel=np.zeros(6),
             wrench=np.concatenate([flange_rotation.T @ wrench[:3],
                                    flange_rotation.T @ wrench[3:]]),
-            gripper=gripper,
+            gripper=None if width is None else float(np.clip(1.0 - width / self._max_width,
+                                                             0.0, 1.0)),
         )
+        previous = self._previous
+        if previous is not None and reading.stamp - previous.stamp > 1e-4:
+            raw = pose_twist(previous, reading)
+            reading.tcp_vel = TWIST_SMOOTHING * raw + (1 - TWIST_SMOOTHING) * previous.tcp_vel
+        self._previous = reading
+        return reading
 
     def _check_errors(self, robot, state) -> None:
         try:
             robot.poll_motion()
+        except self._franky.NetworkException:
+            raise  # the connection is gone: _run drops it and reconnects
         except Exception as error:  # the motion ended with an error
             if "preempted" not in str(error):
                 self._set_fault(f"motion aborted: {_first_line(error)}")
@@ -355,118 +413,155 @@ class FrankaLink:
             self.estopped = estop
             if estop:
                 self._fail_reset("e-stop engaged")
-                self._stop(robot, immediate=True)
+                self._stop(robot)
             self._log("warning", f"e-stop {'engaged' if estop else 'released'}")
         if clear is not None:
             self._clear_result = self._recover(robot)
             clear.set()
-        blocked = self.estopped or bool(self.fault)
+        if not enabled and self._motion is not None:
+            self._fail_reset("deactivated")
+            self._stop(robot)
+        blocked = self.estopped or bool(self.fault) or not enabled
         if reset is not None:
-            self._start_reset(robot, reset, blocked)
+            self._start_reset(robot, reading, reset, blocked)
         if self._reset is not None:
             self._follow_reset(robot, reading)
-        elif target is not None and enabled and not blocked:
+        elif target is not None and not blocked:
             self._follow(robot, reading, *target)
-        if gripper is not None and not blocked and enabled:
+        if gripper is not None and not blocked:
             self._command_gripper(gripper)
-        if not enabled and self.mode in (FOLLOWING, RESETTING):
-            self._stop(robot, immediate=False)
-        self._watchdog(robot)
+        else:
+            self._drive_gripper()
+        self._watchdog(reading)
         self.mode = (ESTOP if self.estopped else FAULT if self.fault else
                      RESETTING if self._reset is not None else
                      FOLLOWING if self.mode == FOLLOWING else HOLDING)
+
+    def _controller(self, robot, reading: ArmState):
+        """The running impedance controller; a fresh one, holding the measured pose, when none
+        runs (first command, after an e-stop, a deactivate, a reflex or a reconnect)."""
+        if self._motion is not None and robot.is_in_control:
+            return self._motion
+        franky, cfg = self._franky, self.config
+        motion = franky.CartesianImpedanceTrackingMotion(
+            translational_stiffness=cfg.translational_stiffness,
+            rotational_stiffness=cfg.rotational_stiffness,
+            translational_error_clip=np.full(3, cfg.translational_error_clip),
+            rotational_error_clip=np.full(3, cfg.rotational_error_clip))
+        motion.set_reference(self._reference(reading.tcp_pos, reading.tcp_quat))
+        robot.move(motion, asynchronous=True)
+        self._motion = motion
+        return motion
+
+    def _reference(self, pos, quat_wxyz):
+        franky = self._franky
+        w, x, y, z = quat_wxyz
+        return franky.CartesianReference(target=franky.Affine(np.asarray(pos), [x, y, z, w]))
 
     def _follow(self, robot, reading: ArmState, pos: np.ndarray, quat: np.ndarray) -> None:
         cfg = self.config
         pos, quat = limit_step(reading.tcp_pos, reading.tcp_quat, pos, quat,
                                cfg.max_step_translation, cfg.max_step_rotation)
-        self.last_command = time.monotonic()  # a valid command feeds the watchdog, sent or not
+        self._controller(robot, reading).set_reference(self._reference(pos, quat))
+        self.last_command = time.monotonic()
         self.mode = FOLLOWING
-        sent = self._sent
-        if (sent is not None and robot.is_in_control
-                and np.linalg.norm(pos - sent[0]) < RESEND_TRANSLATION
-                and quat_angle(quat, sent[1]) < RESEND_ROTATION):
-            return
-        self._move(robot, pos, quat)
 
-    def _move(self, robot, pos: np.ndarray, quat_wxyz: np.ndarray) -> None:
-        franky = self._franky
-        w, x, y, z = quat_wxyz
-        robot.move(franky.CartesianMotion(franky.Affine(pos, [x, y, z, w])), asynchronous=True)
-        self._sent = (np.asarray(pos, np.float64), np.asarray(quat_wxyz, np.float64))
-
-    def _stop(self, robot, immediate: bool) -> None:
-        """Immediate: libfranka's stop (the e-stop); otherwise a decelerating stop motion."""
-        franky = self._franky
-        if robot.is_in_control:
-            if immediate:
-                robot.stop()
-            else:
-                robot.move(franky.CartesianStopMotion(), asynchronous=True)
-        self._sent = None
+    def _hold(self, reading: ArmState) -> None:
+        """Keep the controller, its reference on where the arm is now."""
+        if self._motion is not None:
+            self._motion.set_reference(self._reference(reading.tcp_pos, reading.tcp_quat))
         if self.mode in (FOLLOWING, RESETTING):
             self.mode = HOLDING
-        self._fail_reset("stopped")
 
-    def _watchdog(self, robot) -> None:
+    def _stop(self, robot) -> None:
+        """End the controller with libfranka's stop: the robot halts and holds by itself."""
+        if robot.is_in_control:
+            robot.stop()
+        self._motion = None
+        if self.mode in (FOLLOWING, RESETTING):
+            self.mode = HOLDING
+
+    def _watchdog(self, reading: ArmState) -> None:
         if self.mode != FOLLOWING:
             return
         if time.monotonic() - self.last_command > self.config.watchdog_timeout:
-            self._log("info", "no fresh command: the watchdog stops the arm")
-            self._stop(robot, immediate=False)
+            self._log("info", "no fresh command: the watchdog holds the arm")
+            self._hold(reading)
 
     def _recover(self, robot) -> str:
         had = self.fault
         try:
             if robot.is_in_control:
                 robot.stop()
+            self._motion = None
             ok = robot.recover_from_errors()
         except Exception as error:  # recovery itself refused
             return f"recovery failed: {_first_line(error)}"
-        if not ok or _has_errors(robot.state.current_errors):
-            return f"recovery failed: {robot.state.current_errors!r}"
+        errors = robot.state.current_errors
+        if not ok or _has_errors(errors):
+            return f"recovery failed: {errors!r}"
         self.fault = ""
         self.mode = HOLDING
         return f"cleared: {had}" if had else "no fault"
 
-    def _start_reset(self, robot, request: _Reset, blocked: bool) -> None:
+    def _start_reset(self, robot, reading: ArmState, request: _Reset, blocked: bool) -> None:
         self._fail_reset("superseded by a new reset")
         if blocked:
-            request.result = ("e-stop engaged" if self.estopped else f"fault: {self.fault}")
+            request.result = ("e-stop engaged" if self.estopped else
+                              f"fault: {self.fault}" if self.fault else "not active")
             request.done.set()
             return
-        pos = self.workspace.clip(request.pos)
-        self._move(robot, pos, request.quat)
-        request.pos = pos
+        request.pos = self.workspace.clip(request.pos)
+        request.reference = (reading.tcp_pos.copy(), reading.tcp_quat.copy())
+        request.last = time.monotonic()
+        self._controller(robot, reading)
         self._reset = request
         self.mode = RESETTING
 
     def _follow_reset(self, robot, reading: ArmState) -> None:
-        request = self._reset
+        """Move the reference along the straight line to the reset pose at ``reset_speed``,
+        then wait for the arm to get there."""
+        request, cfg = self._reset, self.config
+        now = time.monotonic()
+        dt, request.last = now - request.last, now
+        pos, quat = limit_step(*request.reference, request.pos, request.quat,
+                               cfg.reset_speed * dt, 5.0 * cfg.reset_speed * dt)
+        request.reference = (pos, quat)
+        self._controller(robot, reading).set_reference(self._reference(pos, quat))
         error = float(np.linalg.norm(reading.tcp_pos - request.pos))
         angle = quat_angle(reading.tcp_quat, request.quat)
-        if error < 0.005 and angle < 0.02 and not robot.is_in_control:
-            request.ok, request.result = True, f"at reset pose ({error * 1000:.1f} mm)"
-        elif time.monotonic() > request.deadline:
+        if error < RESET_TOLERANCE[0] and angle < RESET_TOLERANCE[1]:
+            request.ok, request.result = True, f"at the reset pose ({error * 1000:.1f} mm)"
+        elif now > request.deadline:
             request.result = f"reset pose not reached ({error * 1000:.1f} mm away)"
         else:
             return
         self._reset = None
         request.done.set()
-        if robot.is_in_control:
-            self._stop(robot, immediate=False)
         self.mode = HOLDING
 
     def _command_gripper(self, closed: float) -> None:
-        if self._gripper is None:
+        self._gripper_wanted = closed >= self.config.gripper_threshold
+        self._drive_gripper()
+
+    def _drive_gripper(self) -> None:
+        """Send the wanted hand state once the previous hand command has finished: the hand
+        runs one command at a time (franky-sim never answers one that a newer replaced)."""
+        gripper, wanted = self._gripper, self._gripper_wanted
+        if gripper is None or wanted is None or wanted == self._gripper_closed:
             return
-        close = closed >= self.config.gripper_threshold
-        if close == self._gripper_closed:
-            return
+        future = self._gripper_future
+        if future is not None:
+            if not future.wait(0):
+                return
+            try:
+                future.get()
+            except Exception as error:  # a failed grasp is not a robot fault: say so
+                self._log("warning", f"gripper command failed: {_first_line(error)}")
         cfg = self.config
-        if close:  # grasp whatever is between the fingers, with a bounded force
-            self._gripper.grasp_async(0.0, cfg.gripper_speed, cfg.gripper_force,
-                                      epsilon_inner=0.0, epsilon_outer=1.0)
+        if wanted:  # grasp whatever is between the fingers, with a bounded force
+            self._gripper_future = gripper.grasp_async(
+                0.0, cfg.gripper_speed, cfg.gripper_force, epsilon_inner=0.0, epsilon_outer=1.0)
         else:
-            self._gripper.move_async(self._gripper.max_width or 0.08, cfg.gripper_speed)
-        self._gripper_closed = close
+            self._gripper_future = gripper.move_async(self._max_width, cfg.gripper_speed)
+        self._gripper_closed = wanted
