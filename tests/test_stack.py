@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -222,3 +223,34 @@ def test_ctrl_c_leaves_no_process_behind(stack):
         with pytest.raises(ProcessLookupError):
             os.killpg(pid, 0)  # neither the process nor anything in its group is left
         assert name in up.output()
+    # each one stopped by itself within the grace: none SIGKILLed (-9) after it, none crashed
+    # on the way out (the learner's -11)
+    codes = dict(re.findall(r"(\w+) (-?\d+)", up.output().split("stopped:")[-1].splitlines()[0]))
+    assert set(codes) == set(pids) and all(int(c) >= 0 for c in codes.values()), codes
+
+
+def test_children_end_when_up_is_killed(procs, tmp_path):
+    """SIGKILL leaves up no chance to stop its children (each in a session of its own); the
+    kernel's parent-death signal stops them, cleanly: the learner still checkpoints."""
+    run_dir = tmp_path / "run"
+    up = procs.start(
+        "up", "up", "sim", "--task", "pick_cube", "--speedup", "2", "--total-steps", "100000",
+        "--eval-episodes", "0", "--log-every", "0.5", "--run-dir", str(run_dir), *TINY,
+    )  # fmt: skip
+    wait_until(lambda: "learner pick_cube on" in _log(run_dir, "learner"), 180,
+               "the learner to serve", up)
+    pids = _pids(run_dir)
+    assert set(pids) == {"arm_twin", "actor", "learner"}
+    os.kill(up.popen.pid, signal.SIGKILL)  # up alone, not its process group
+    up.popen.wait(10)
+    wait_until(lambda: not any(_running(pid) for pid in pids.values()), 90,
+               f"up's children {pids} to end after up was killed")
+    assert "checkpoint written" in _log(run_dir, "learner")
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"  # a zombie has ended; only its entry is left
+    except FileNotFoundError:
+        return False

@@ -6,15 +6,23 @@ A child marked ``respawn`` is started again after ``respawn_delay`` when it dies
 launch_ros's ``respawn=True`` does; any other exit is reported to the caller. ``stop`` sends
 SIGINT to every group (each node's own clean shutdown: the learner checkpoints, drivers stop
 safely), waits up to ``grace`` seconds, then SIGKILLs the groups that remain.
+
+Their own sessions keep a terminal's Ctrl-C from reaching them twice, but also keep them alive
+when the supervisor dies without stopping them (SIGKILL, a crash). So on Linux each child asks
+the kernel for SIGINT when its parent dies (``PR_SET_PDEATHSIG``): the same clean stop that
+``stop`` sends. A child also starts with SIGINT at its default action, so that it can be
+stopped even when the supervisor itself runs with SIGINT ignored (a background job of a script).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +46,9 @@ class Supervisor:
     def __init__(self, log_dir: str | Path, env: dict | None = None, respawn_delay: float = 2.0):
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "250", **(env or {})}
+        # a child that crashes (SIGSEGV, SIGABRT) leaves its Python stacks in its log
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "250",
+                    "PYTHONFAULTHANDLER": "1", **(env or {})}
         self.respawn_delay = respawn_delay
         self.children: dict[str, Child] = {}
         self.stopping = False
@@ -55,6 +65,7 @@ class Supervisor:
                 stdin=subprocess.DEVNULL,
                 env=self.env,
                 start_new_session=True,
+                preexec_fn=_child_setup(os.getpid()),
             )
         previous = self.children.get(spec.name)
         child = Child(spec, popen, log, starts=previous.starts + 1 if previous else 1)
@@ -109,3 +120,24 @@ class Supervisor:
 def _signal_group(popen: subprocess.Popen, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(popen.pid, sig)
+
+
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+"""Loaded here, not in the forked child (no dlopen between fork and exec)."""
+
+
+def _child_setup(parent: int):
+    """What a child runs between fork and exec: SIGINT at its default action, and SIGINT from
+    the kernel when the supervisor dies. If the supervisor died before the request took effect
+    the child is already an orphan, and exits at once."""
+
+    def setup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if _LIBC is None:
+            return
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return setup
