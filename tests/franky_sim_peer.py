@@ -9,7 +9,8 @@ It prints ``ready <host>`` once the robot (port 1337) and the hand (port 1338) l
 
 - ``status``: prints one JSON line: how many real-time commands arrived (``commands``), how
   many of them held a NaN or an infinity in any field (``non_finite``, with the first such
-  command in ``first_non_finite``), and whether a reflex is active;
+  command in ``first_non_finite``), whether a reflex is active, and the simulated time
+  (``sim_time``: on a loaded machine franky-sim runs slower than the wall clock);
 - ``reflex``: injects a Cartesian reflex the way a robot reports one: the running motion is
   aborted with ``kReflexAborted``, the state says ``RobotMode.kReflex`` with the
   ``cartesian_reflex`` error, and new motions are refused until an automatic error recovery
@@ -131,7 +132,8 @@ class PeerServer(franky_sim.SimulationServer):
             print(json.dumps({"type": "status", "commands": server.commands,
                               "non_finite": server.non_finite,
                               "first_non_finite": server.first_non_finite,
-                              "reflex": server.reflex}), flush=True)
+                              "reflex": server.reflex,
+                              "sim_time": float(self.sim.data.time)}), flush=True)
         elif request == "quit":
             self.running = False
 

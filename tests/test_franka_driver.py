@@ -250,6 +250,38 @@ def test_deactivate_stops_the_arm_and_activate_brings_control_back(arm):
     arm.stop_stream()
 
 
+def test_the_actor_backend_reads_and_drives_the_driver(arm):
+    """The actor's ROS backend, unchanged, against the driver: what it reads and sends to the
+    arm twin works on the real driver's topics and services."""
+    from robot_rl.envs.task import make_task
+    from robot_rl.ros.backend import RosArmBackend, RosBackendConfig
+
+    task = make_task("pick_cube", cameras=())
+    config = RosBackendConfig(use_sim_time=False, objects=(), max_age=1.0, slop=0.3,
+                              ready_timeout=60.0, node_name="franka_test_backend")
+    backend = RosArmBackend(task, config)
+    try:
+        assert "at the reset pose" in backend.reset_robot()
+        reading = backend.wait_until_ready(timeout=60.0)
+        assert {"tcp_pos", "tcp_quat", "tcp_vel", "wrench", "joint_pos", "joint_vel",
+                "gripper_pos"} <= set(reading)
+        start = reading["tcp_pos"]
+        goal = start + np.array([0.0, 0.0, -0.05])
+        deadline = time.monotonic() + 90.0
+        while time.monotonic() < deadline:
+            backend.send({"tcp_pos": goal, "tcp_quat": np.array([0.0, 1.0, 0.0, 0.0]),
+                          "gripper": np.array([0.0])})
+            backend.advance()
+            if np.linalg.norm(backend.read()["tcp_pos"] - goal) < TOL:
+                break
+        assert np.linalg.norm(backend.read()["tcp_pos"] - goal) < TOL
+        assert backend.estop(True) == "engaged"
+        assert backend.estop(False) == "released"
+        assert backend.clear_error() == "no fault"
+    finally:
+        backend.close()
+
+
 def test_reconnects_after_the_server_restarts(cell, arm):
     peer = cell[0]
     reconnects = int(arm.driver_status().get("reconnects", "0"))
