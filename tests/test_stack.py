@@ -4,6 +4,9 @@ One stack (tiny agent, one 32 px camera, the twin at 2x) serves every test here,
 every topic publishes; e-stop stops motion within one control period while the actor keeps
 commanding; a killed camera truncates steps (the actor lives on) and its restart resumes them;
 learner updates produce weights that reach the actor; Ctrl-C leaves no process behind.
+Stacks of their own: SIGKILL of up leaves no process behind either, and ``up robot`` (the car
+twin as a hardware file's driver) starts the actor only once the driver is active, or names the
+driver that is not and why.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import json
 import os
 import re
 import signal
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -254,3 +259,53 @@ def _running(pid: int) -> bool:
             return f.read().split()[2] != "Z"  # a zombie has ended; only its entry is left
     except FileNotFoundError:
         return False
+
+
+CAR_TWIN_CELL = """\
+robot: {kind: car, namespace: /car}
+nodes:
+  - name: car_driver
+    executable: robot-rl-car-twin
+    namespace: /car
+    parameters: {PARAMETERS}
+"""
+
+
+@pytest.mark.parametrize("parameters, state, reason", [
+    ("{task: pick_cube}", "is unconfigured, not active",
+     "configure (open device) failed: task 'pick_cube' is for a arm, this node is a car twin"),
+    ("{speedup: -1.0}", "exited (2) before it was active",
+     "parameter 'speedup' = -1.0 must be > 0"),
+], ids=["configure-fails", "bad-parameter"])  # fmt: skip
+def test_up_robot_names_a_driver_that_does_not_become_active(parameters, state, reason,
+                                                            monkeypatch, tmp_path):
+    """The car twin as the hardware file's driver: a lifecycle node whose configure fails stays
+    'unconfigured' (its get_state says so), one with a bad parameter exits; up names the
+    device and the node's own error line, starts neither actor nor learner, and exits 1."""
+    from process_helpers import run_cli
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    cell = tmp_path / "cell.yaml"
+    cell.write_text(CAR_TWIN_CELL.replace("{PARAMETERS}", parameters))
+    run_dir = tmp_path / "run"
+    done = run_cli("up", "robot", "--hardware", str(cell), "--task", "car_lap", "--run-dir",
+                   str(run_dir), "--eval-episodes", "0", "--grace", "10", timeout=200)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert f"car_driver (robot-rl-car-twin, /car) {state}: " in out and reason in out, out
+    assert "Traceback" not in out
+    assert set(_pids(run_dir)) == {"car_driver"}  # the actor and the learner never started
+
+
+def test_up_robot_starts_the_actor_once_the_driver_is_active(monkeypatch, procs, tmp_path):
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    cell = tmp_path / "cell.yaml"
+    cell.write_text(CAR_TWIN_CELL.replace("{PARAMETERS}", "{task: car_lap}"))
+    run_dir = tmp_path / "run"
+    up = procs.start("up", "up", "robot", "--hardware", str(cell), "--task", "car_lap",
+                     "--run-dir", str(run_dir), "--eval-episodes", "0", "--grace", "15", *TINY)
+    wait_until(lambda: "car_driver active" in up.output(), 180, "the driver to be active", up)
+    wait_until(lambda: set(_pids(run_dir)) == {"car_driver", "actor", "learner"}, 60,
+               "the actor and the learner to start", up)
+    up.popen.send_signal(signal.SIGINT)
+    assert up.wait_exit(60) == 130, up.tail()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -67,6 +68,9 @@ class UpConfig(ObservationMode):
     """Evaluation episodes on the in-process twin at the end (0: no evaluation)."""
     grace: float = 20.0
     """Seconds between SIGINT and SIGKILL when stopping."""
+    ready_timeout: float = 120.0
+    """Robot only: seconds for every driver node to reach 'active' (devices may take a while
+    to open) before the actor and the learner start; past it, up names the node and stops."""
     log_every: float = 2.0
     """Seconds between progress lines."""
 
@@ -77,6 +81,8 @@ class UpConfig(ObservationMode):
             raise ValueError(f"--total-steps must be >= 1, got {self.total_steps}")
         if self.eval_episodes < 0 or self.grace < 0:
             raise ValueError("--eval-episodes and --grace must be >= 0")
+        if not self.ready_timeout > 0:
+            raise ValueError(f"--ready-timeout must be > 0, got {self.ready_timeout}")
         self.agent.validate()
         mode = self.observation()
         mode.task_options(self.task)  # refuses a privileged state the mode forbids
@@ -183,8 +189,14 @@ def run(cfg: UpConfig) -> int:
     console.print(f"[bold]up[/] {cfg.mode} {cfg.task}: "
                   + ", ".join(p.name for p in processes) + f" -> {run_dir}")
     try:
-        for spec in processes:
+        drivers = [p for p in processes if p.role not in ("actor", "learner")]
+        for spec in drivers:
             supervisor.start(spec)
+        if cfg.mode == "robot":
+            wait_until_active(supervisor, drivers, cfg.ready_timeout, console)
+        for spec in processes:
+            if spec not in drivers:
+                supervisor.start(spec)
         _supervise(supervisor, progress, console, cfg.log_every)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: stopping {len(supervisor.children)} processes")
@@ -208,6 +220,79 @@ def run(cfg: UpConfig) -> int:
                      f"{report['eval']['episodes']} episodes; " if report.get("eval") else "")
                   + f"report {run_dir / 'report.json'}")
     return 0
+
+
+def wait_until_active(supervisor, nodes, timeout: float, console: Console) -> None:
+    """Until each driver node of the hardware file is ``active`` (a lifecycle node, asked
+    through its ``get_state`` service) or at least up (a plain node, in the graph); a node
+    whose process exits, or that is not there within ``timeout`` s, raises StackFailed naming
+    the device and the node's own error line."""
+    from robot_rl.ros.lifecycle_probe import LifecycleProbe
+
+    probe = LifecycleProbe()
+    deadline = time.monotonic() + timeout
+    try:
+        pending = {f"{p.namespace.rstrip('/')}/{p.name}": p for p in nodes}
+        states: dict[str, str | None] = dict.fromkeys(pending)
+        while pending:
+            for fqn, spec in list(pending.items()):
+                code = supervisor.returncode(spec.name)
+                if code is not None:
+                    raise StackFailed(f"{_device(spec)} exited ({code}) before it was active: "
+                                      f"{node_error(supervisor.children[spec.name].log)}")
+                if probe.visible(fqn) and not probe.is_lifecycle(fqn):
+                    states[fqn] = "up"
+                else:
+                    states[fqn] = probe.state(fqn) or states[fqn]
+                if states[fqn] in ("active", "up"):
+                    console.print(f"{spec.name} {states[fqn]}")
+                    del pending[fqn]
+                elif states[fqn] is not None and logged_error(supervisor.children[spec.name].log):
+                    # it answers, so its own start (autostart) is over, and it failed
+                    raise StackFailed(f"{_device(spec)} is {states[fqn]}, not active: "
+                                      f"{node_error(supervisor.children[spec.name].log)}")
+            if pending and time.monotonic() > deadline:
+                fqn, spec = next(iter(pending.items()))
+                state = states[fqn] or "no answer from its get_state service"
+                raise StackFailed(f"{_device(spec)} is not active after {timeout:g} s "
+                                  f"({state}): {node_error(supervisor.children[spec.name].log)}")
+            time.sleep(0.5)
+    finally:
+        probe.close()
+
+
+def _device(spec) -> str:
+    return f"{spec.name} ({spec.executable or spec.module}, {spec.namespace})"
+
+
+_ROS_LOG_PREFIX = re.compile(r"^\[(?:ERROR|FATAL)\] \[[\d.]+\] \[[^\]]*\]: ")
+
+
+def _log_lines(log: Path) -> list[str]:
+    if not log.is_file():
+        return []
+    return [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+
+
+def logged_error(log: Path) -> str | None:
+    """The first error line of a node's log: a ROS ``[ERROR]`` record or an ``error:`` line
+    (a bad parameter), without its prefix; or the exception that ended the process."""
+    lines = _log_lines(log)
+    for line in lines:
+        if _ROS_LOG_PREFIX.match(line):
+            return _ROS_LOG_PREFIX.sub("", line)
+        if line.startswith("error:"):
+            return line[len("error:"):].strip()
+    if "Traceback (most recent call last):" in lines:
+        return next((line for line in reversed(lines)
+                     if re.match(r"^\w[\w.]*(Error|Exception|Interrupt)\b", line)), None)
+    return None
+
+
+def node_error(log: Path) -> str:
+    """The node's own account of what went wrong (``logged_error``), else its last line."""
+    lines = _log_lines(log)
+    return logged_error(log) or (lines[-1] if lines else "its log is empty")
 
 
 def _supervise(supervisor, progress, console, log_every: float) -> None:
