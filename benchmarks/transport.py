@@ -7,8 +7,12 @@
   parameters of the pixel agent (two 128x128 cameras, conv encoder).
 - ``actor_control_period``: the actor's control period p50/p99 at 10 Hz on pick_cube, alone
   (baseline) and while a learner process trains on the same machine.
+- ``hostile_frame``: what decoding one hostile frame of at most 64 KB costs (peak Python
+  memory, wall time, best of a few runs): decompression bombs (16 M and 200 k empty maps, nested
+  arrays), a lying declared size, deep nesting and a full batch of items; beside the cost of
+  a legitimate 64 KB transition frame (the baseline: ``vs_legit``).
 
-    python benchmarks/transport.py [--quick]
+    python benchmarks/transport.py [--quick] [--hostile-only]
 """
 
 from __future__ import annotations
@@ -19,13 +23,16 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import gymnasium as gym
+import lz4.block
 import numpy as np
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
@@ -34,6 +41,7 @@ from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import encode_transition
 from robot_rl.transport.outbox import Outbox
 from robot_rl.transport.server import TransportServer
+from robot_rl.transport.wire import MAGIC, RAW_MAGIC, WireError, decode
 
 ACTION_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 
@@ -200,10 +208,104 @@ def control_period(seconds: float, with_learner: bool) -> dict:
     }
 
 
+def _lz4_frame(body: bytes) -> bytes:
+    return MAGIC + struct.pack("<I", len(body)) + lz4.block.compress(body, store_size=False)
+
+
+def _hostile_frames() -> dict[str, bytes]:
+    """Frames of at most 64 KB that would cost far more than their size without the limits."""
+    inner = b"\xdc" + struct.pack(">H", 4096) + b"\x00" * 4096
+    deep = b"\x81\xa4kind" + b"\x91" * 60_000 + b"\xc0"
+    batch_items = b"\xdc" + struct.pack(">H", 4096) + b"\xc4\x00" * 4096
+    frames = {
+        "16M empty maps (LZ4)": _lz4_frame(
+            b"\xdd" + struct.pack(">I", 16_000_000) + b"\x80" * 16_000_000
+        ),
+        "200k empty maps (LZ4)": _lz4_frame(
+            b"\xdd" + struct.pack(">I", 200_000) + b"\x80" * 200_000
+        ),
+        "255 arrays of 4096 nils (LZ4)": _lz4_frame(
+            b"\x81\xa4kind\xdc" + struct.pack(">H", 255) + inner * 255
+        ),
+        "60k empty maps (raw)": RAW_MAGIC
+        + struct.pack("<I", 60_005)
+        + b"\xdd"
+        + struct.pack(">I", 60_000)
+        + b"\x80" * 60_000,
+        "declared 256 MB (LZ4)": MAGIC + struct.pack("<I", 256 * 1024 * 1024) + b"\x00" * 60_000,
+        "60k-deep nesting (LZ4)": _lz4_frame(deep),
+        "4096 empty items (raw)": RAW_MAGIC
+        + struct.pack("<I", len(batch_items) + 7)
+        + b"\x81\xa5items"
+        + batch_items,
+    }
+    for name, frame in frames.items():
+        assert len(frame) <= 64 * 1024, (name, len(frame))
+    return frames
+
+
+def _decode_cost(frame: bytes, repeats: int = 5) -> tuple[float, float, str]:
+    best_ms, peak, outcome = float("inf"), 0, "decoded"
+    for _ in range(repeats):
+        tracemalloc.start()
+        start = time.perf_counter()
+        try:
+            decode(frame)
+            outcome = "decoded"
+        except WireError as err:
+            outcome = f"refused: {str(err)[:60]}"
+        elapsed = (time.perf_counter() - start) * 1000
+        peak = max(peak, tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        best_ms = min(best_ms, elapsed)
+    return best_ms, peak / 1e6, outcome
+
+
+def hostile_frames() -> list[dict]:
+    """Decoding cost of hostile frames (under tracemalloc, so absolute times are inflated;
+    compare with the legitimate frame measured the same way)."""
+    rng = np.random.default_rng(0)
+    ramp = np.linspace(0, 255, 96 * 96 * 3).reshape(96, 96, 3)
+    obs = {"state": np.zeros(10, np.float32)}  # one noisy 96x96 camera: a ~56 KB frame
+    obs["cam0"] = (ramp + rng.normal(0, 40, ramp.shape)).clip(0, 255).astype(np.uint8)
+    legit = encode_transition(obs, np.zeros(4, np.float32), 0.0, False, False, obs)
+    legit_ms, legit_mb, _ = _decode_cost(legit)
+    results = [
+        {
+            "benchmark": "hostile_frame",
+            "frame": "legitimate transition (camera 96x96)",
+            "frame_bytes": len(legit),
+            "decode_ms": round(legit_ms, 3),
+            "peak_mb": round(legit_mb, 3),
+            "outcome": "decoded",
+        }
+    ]
+    for name, frame in _hostile_frames().items():
+        ms, mb, outcome = _decode_cost(frame)
+        results.append(
+            {
+                "benchmark": "hostile_frame",
+                "frame": name,
+                "frame_bytes": len(frame),
+                "decode_ms": round(ms, 3),
+                "peak_mb": round(mb, 3),
+                "outcome": outcome,
+                "vs_legit_ms": round(ms / legit_ms, 2),
+                "vs_legit_mb": round(mb / legit_mb, 2),
+            }
+        )
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer transitions, shorter runs")
+    parser.add_argument("--hostile-only", action="store_true", help="only the hostile frames")
     args = parser.parse_args()
+    for result in hostile_frames():
+        print(json.dumps(result), flush=True)
+    if args.hostile_only:
+        return
     n_state, n_image, seconds = (2000, 200, 30) if args.quick else (20000, 1000, 120)
     results = [
         throughput(0, n_state, "always"),

@@ -180,7 +180,7 @@ def decode(frame: bytes) -> dict:
     except WireError:
         raise
     except (ValueError, TypeError, msgpack.UnpackException, RecursionError) as err:
-        raise WireError(f"malformed msgpack body: {err}") from err
+        raise WireError(f"malformed msgpack body: {str(err) or type(err).__name__}") from err
     if not isinstance(message, dict):
         raise WireError(f"a message is a map, got {type(message).__name__}")
     return message
