@@ -9,6 +9,7 @@ franky-sim then runs slower than real time. Timings are measured in
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -226,8 +227,16 @@ def test_clear_error_recovers_from_a_reflex(cell, arm):
     assert peer.status()["reflex"] is False
 
 
-def test_reset_moves_to_the_reset_pose(arm):
+def test_reset_moves_to_the_reset_pose_and_an_estop_can_interrupt_it(arm):
     arm.track([0.6, 0.1, 0.3], tolerance=TOL)
+    replies = []
+    resetting = threading.Thread(target=lambda: replies.append(arm.trigger("reset")))
+    resetting.start()
+    wait_for(lambda: arm.driver_status().get("mode") == "resetting", 60.0, "the reset to start")
+    assert arm.estop(True).success  # served while the reset is under way
+    resetting.join(90.0)
+    assert replies and not replies[0].success and "e-stop" in replies[0].message
+    assert arm.estop(False).success
     response = arm.trigger("reset")
     assert response.success, response.message
     np.testing.assert_allclose(arm.position(), PARAMS["reset_pose"][:3], atol=0.01)

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
@@ -169,7 +171,11 @@ class FrankaDriver(DeviceNode):
                                                DIAGNOSTICS_DEPTH)
         self.create_subscription(PoseStamped, "cmd/ee_pose", self._on_pose, command_qos())
         self.create_subscription(Float64, "cmd/gripper", self._on_gripper, command_qos())
-        self.create_service(Trigger, "reset", self._on_reset)
+        # the reset coroutine runs in a group of its own, so that while it awaits the arm the
+        # default group (estop, commands, timers and the guard that wakes it) keeps running
+        self._reset_guard = self.create_guard_condition(lambda: None)
+        self.create_service(Trigger, "reset", self._on_reset,
+                            callback_group=ReentrantCallbackGroup())
         self.create_service(SetBool, "estop", self._on_estop)
         self.create_service(Trigger, "clear_error", self._on_clear_error)
         self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
@@ -243,13 +249,21 @@ class FrankaDriver(DeviceNode):
             self.link.command_gripper(min(max(msg.data, 0.0), 1.0))
 
     # -- services ----------------------------------------------------------------------------
-    def _on_reset(self, request, response):
+    async def _on_reset(self, request, response):
+        # A coroutine: the executor keeps serving estop, commands and /diagnostics while the
+        # arm travels; the link's thread completes the future and wakes the executor.
         if self.link is None or not self.motion_enabled:
             response.success, response.message = False, "not active"
             return response
+        done = Future()
+
+        def finished(ok: bool, message: str) -> None:
+            done.set_result((ok, message))
+            self._reset_guard.trigger()
+
         pose = self.config.reset_pose
-        response.success, response.message = self.link.reset(
-            pose[:3], pose[3:], self.config.reset_timeout)
+        self.link.reset(pose[:3], pose[3:], self.config.reset_timeout, finished)
+        response.success, response.message = await done
         return response
 
     def _on_estop(self, request, response):

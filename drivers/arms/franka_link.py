@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -72,12 +72,14 @@ class ArmState:
 class _Reset:
     pos: np.ndarray
     quat: np.ndarray
-    done: threading.Event = field(default_factory=threading.Event)
-    result: str = ""
-    ok: bool = False
+    finished: Callable[[bool, str], None]
+    """Called once, from the link's thread, with (success, message)."""
     deadline: float = 0.0
     reference: tuple = ()
     last: float = 0.0
+
+    def finish(self, ok: bool, message: str) -> None:
+        self.finished(ok, message)
 
 
 def _first_line(error: BaseException) -> str:
@@ -208,6 +210,8 @@ class FrankaLink:
         if self._thread is not None:
             self._thread.join(timeout=5.0)
             self._thread = None
+        self._fail_reset("the driver is closing")
+        self._refuse_pending("the driver is closing")
         self._drop()
 
     def _drop(self) -> None:
@@ -260,16 +264,17 @@ class FrankaLink:
             return "error recovery did not finish in time"
         return self._clear_result
 
-    def reset(self, pos, quat, timeout: float) -> tuple[bool, str]:
-        request = _Reset(np.asarray(pos, np.float64), normalise(quat))
+    def reset(self, pos, quat, timeout: float, finished: Callable[[bool, str], None]) -> None:
+        """Move to the reset pose; ``finished(success, message)`` is called from the link's
+        thread once there, on failure, or after ``timeout``."""
+        request = _Reset(np.asarray(pos, np.float64), normalise(quat), finished)
         request.deadline = time.monotonic() + timeout
         with self._lock:
-            self._reset_request = request
+            previous, self._reset_request = self._reset_request, request
             self._target = None
+        if previous is not None:
+            previous.finish(False, "superseded by a new reset")
         self._wake.set()
-        if not request.done.wait(timeout + 1.0):
-            return False, "reset did not finish in time"
-        return request.ok, request.result
 
     def enable(self, enabled: bool) -> None:
         """Accept pose targets (activate) or stop and refuse them (deactivate)."""
@@ -297,6 +302,7 @@ class FrankaLink:
 
     def _step(self) -> None:
         if self._robot is None:
+            self._refuse_pending("no connection to the robot")
             self._reconnect()
             return
         try:
@@ -314,6 +320,16 @@ class FrankaLink:
         self._fail_reset("connection lost")
         self._log("error", f"connection lost: {_first_line(error)}; reconnecting every "
                   f"{self.config.reconnect_period} s")
+
+    def _refuse_pending(self, reason: str) -> None:
+        with self._lock:
+            reset, self._reset_request = self._reset_request, None
+            clear, self._clear_request = self._clear_request, None
+        if reset is not None:
+            reset.finish(False, f"reset failed: {reason}")
+        if clear is not None:
+            self._clear_result = f"recovery failed: {reason}"
+            clear.set()
 
     def _report(self, message: str) -> None:
         try:
@@ -396,10 +412,9 @@ class FrankaLink:
         self._fail_reset(reason)
 
     def _fail_reset(self, reason: str) -> None:
-        if self._reset is not None:
-            self._reset.ok, self._reset.result = False, f"reset failed: {reason}"
-            self._reset.done.set()
-            self._reset = None
+        request, self._reset = self._reset, None
+        if request is not None:
+            request.finish(False, f"reset failed: {reason}")
 
     def _serve(self, robot, reading: ArmState) -> None:
         with self._lock:
@@ -507,9 +522,8 @@ class FrankaLink:
     def _start_reset(self, robot, reading: ArmState, request: _Reset, blocked: bool) -> None:
         self._fail_reset("superseded by a new reset")
         if blocked:
-            request.result = ("e-stop engaged" if self.estopped else
-                              f"fault: {self.fault}" if self.fault else "not active")
-            request.done.set()
+            request.finish(False, "e-stop engaged" if self.estopped else
+                           f"fault: {self.fault}" if self.fault else "not active")
             return
         request.pos = self.workspace.clip(request.pos)
         request.reference = (reading.tcp_pos.copy(), reading.tcp_quat.copy())
@@ -531,14 +545,14 @@ class FrankaLink:
         error = float(np.linalg.norm(reading.tcp_pos - request.pos))
         angle = quat_angle(reading.tcp_quat, request.quat)
         if error < RESET_TOLERANCE[0] and angle < RESET_TOLERANCE[1]:
-            request.ok, request.result = True, f"at the reset pose ({error * 1000:.1f} mm)"
+            ok, message = True, f"at the reset pose ({error * 1000:.1f} mm)"
         elif now > request.deadline:
-            request.result = f"reset pose not reached ({error * 1000:.1f} mm away)"
+            ok, message = False, f"reset pose not reached ({error * 1000:.1f} mm away)"
         else:
             return
         self._reset = None
-        request.done.set()
         self.mode = HOLDING
+        request.finish(ok, message)
 
     def _command_gripper(self, closed: float) -> None:
         self._gripper_wanted = closed >= self.config.gripper_threshold
