@@ -219,7 +219,7 @@ def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe
         assert code == 0, out[-4000:]
         assert not ESCALATION.search(out), out[-4000:]
         assert gone(pids)
-        labels = set(re.findall(r"^\[(\w+)-\d+\]", out, re.MULTILINE))
+        labels = set(re.findall(r"\[INFO\] \[(\w+)-\d+\]: process started", out))
         names = {n.rsplit("/", 1)[-1] for n in expected} | {"learner"}
         assert labels == names, f"process labels {labels}, expected the node names {names}"
         for name in names:  # each one stopped by itself: a clean exit or its interrupted 130
