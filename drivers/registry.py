@@ -51,6 +51,14 @@ DEVICES: dict[str, DeviceType] = {
                    "gamepad over evdev"),
         DeviceType("keyboard", "teleop", "robot-rl-keyboard-teleop",
                    "robot_rl.drivers.teleop.keyboard", "terminal keyboard"),
+        # the simulated FR3 cell (sim/cells): one executable, its part chosen by `part`
+        DeviceType("fr3_sim_cell", "arm", "robot-rl-fr3-sim-cell", "robot_rl.sim.cells.fr3_cell",
+                   "simulated FR3 cell's world: franky-sim (libfranka protocol on loopback)"),
+        DeviceType("fr3_sim_camera", "camera", "robot-rl-fr3-sim-cell",
+                   "robot_rl.sim.cells.cell_camera", "a camera of the simulated FR3 cell"),
+        DeviceType("fr3_sim_human", "teleop", "robot-rl-fr3-sim-cell",
+                   "robot_rl.sim.cells.cell_human",
+                   "the simulated FR3 cell's operator, on the SpaceMouse's topics"),
     )
 }
 

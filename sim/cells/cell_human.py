@@ -1,0 +1,207 @@
+"""The simulated FR3 cell's operator: a person at a SpaceMouse who can see the cube.
+
+It publishes ``/teleop/twist`` and ``/teleop/joy`` exactly as the SpaceMouse node does (the
+contract of ``robot_rl.ros.teleop``: reliable, depth 1, at ``rate_hz``; twist entries in
+[-1, 1] where full deflection is the task's largest step, in the base frame; Joy buttons
+intervene, close the gripper, open it; the released frame while hands are off), so the actor
+takes its corrections through the same ``RosTeleopSource`` that reads a real device.
+
+Who it is: the twin's ``SimulatedHuman`` (``sim/simulated_human.py``): the task's scripted
+expert takes over when the policy stalls (no progress of the task's dense reward) or heads out
+of the safety box, corrects for a while and hands back, within a budget per ``max_episode_steps``
+control periods and over the whole run. It decides once per control period on what a person
+sees: the arm's published state (``/arm/ee_pose``, ``ee_twist``, ``gripper/joint_states``) and
+where the cube is (``/sim/objects/cube/pose``: the world's ground truth, which only the operator
+and evaluation read). A person also tidies the table: when the cube was lifted and put down, or
+pushed out of reach, and the hand is out of the way, it asks the world to put the cube at a new
+random place (``/sim/reset_objects``).
+
+    robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState, Joy
+from std_srvs.srv import Trigger
+
+from robot_rl.drivers.config import param, positive
+from robot_rl.ros import convert
+from robot_rl.ros.node_base import ParameterError, declare_config, main_for
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, teleop_qos
+from robot_rl.ros.teleop import JOY_TOPIC, TWIST_TOPIC
+from robot_rl.sim.cells.fr3_cell import CUBE_TOPIC, RESET_OBJECTS, part_field
+
+LIFTED = 0.03
+"""The cube's bottom this far above the table counts as picked up (m)."""
+RESTING = 0.005
+"""...and back within this of the table as put down again (m)."""
+HAND_CLEAR = 0.1
+"""The TCP above this height leaves room to put the cube back (m)."""
+TIDY_PERIOD = 2.0
+"""Seconds between two tidy-ups at most (the world places the cube at its next step)."""
+
+
+_share = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
+_at_least_one = (lambda v: v >= 1, "must be >= 1")
+
+
+@dataclass(frozen=True)
+class CellHumanConfig:
+    part: str = part_field("human")
+    task: str = param("pick_cube", "task the operator knows how to do")
+    seed: int = param(0, "seed of the operator's choices")
+    arm_namespace: str = param("/arm", "namespace of the arm's driver")
+    rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz)",
+                           positive)
+    max_age: float = param(0.5, "the operator acts only on readings younger than this (s, by "
+                           "arrival)", positive)
+    stuck_window: int = param(15, "control periods without progress after which the policy "
+                              "counts as stuck", _at_least_one)
+    takeover_steps: int = param(15, "control periods of one correction", _at_least_one)
+    episode_share: float = param(0.3, "most corrected periods per max_episode_steps", _share)
+    total_share: float = param(0.2, "most corrected periods over the run, as a share", _share)
+    tidy: bool = param(True, "put the cube at a new random place when it was picked up and put "
+                       "down, or pushed out of reach")
+
+
+class CellHumanNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("simulated_human", **kwargs)
+        self.config = c = declare_config(self, CellHumanConfig)
+        from robot_rl.envs.task import make_task
+        from robot_rl.sim.experts import make_expert
+        from robot_rl.sim.simulated_human import SimulatedHuman, SimulatedHumanConfig
+
+        try:
+            self.task = make_task(c.task)
+            config = SimulatedHumanConfig(
+                stuck_window=c.stuck_window, takeover_steps=c.takeover_steps,
+                episode_share=c.episode_share, total_share=c.total_share)
+            self.human = SimulatedHuman(self.task, make_expert(self.task), config,
+                                        rng=np.random.default_rng(c.seed))
+        except ValueError as error:
+            raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+        self._seen: dict[str, tuple[dict, float]] = {}
+        self._action: np.ndarray | None = None
+        self._ticks = 0
+        self._lifted = False
+        self._last_tidy = -np.inf
+        self.tidy_ups = 0
+        arm = c.arm_namespace.rstrip("/")
+        self.create_subscription(PoseStamped, f"{arm}/ee_pose", self._keep(
+            "pose", lambda m: {"tcp_pos": convert.msg_to_pose(m)[0]}), sensor_qos())
+        self.create_subscription(TwistStamped, f"{arm}/ee_twist", self._keep(
+            "twist", lambda m: {"tcp_vel": convert.twist_stamped_to_array(m)}), sensor_qos())
+        self.create_subscription(JointState, f"{arm}/gripper/joint_states", self._keep(
+            "gripper", lambda m: {"gripper_pos": np.clip(np.array(m.position[:1]), 0, 1)}),
+            sensor_qos())
+        self.create_subscription(PoseStamped, CUBE_TOPIC, self._keep(
+            "cube", lambda m: {"object/cube_pos": convert.msg_to_pose(m)[0]}), sensor_qos())
+        self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
+        self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self._reset_client = self.create_client(Trigger, RESET_OBJECTS)
+        self.create_timer(1.0 / self.task.control_hz, self._decide)
+        self.create_timer(1.0 / c.rate_hz, self._publish)
+        self.create_timer(1.0, self._publish_diagnostics)
+
+    # -- what the operator sees ------------------------------------------------------------------
+    def _keep(self, name: str, extract):
+        def keep(msg) -> None:
+            with contextlib.suppress(ValueError):  # a malformed message shows nothing
+                self._seen[name] = (extract(msg), time.monotonic())
+        return keep
+
+    def _reading(self) -> dict | None:
+        now = time.monotonic()
+        reading: dict = {}
+        for name in ("pose", "twist", "gripper", "cube"):
+            entry = self._seen.get(name)
+            if entry is None or now - entry[1] > self.config.max_age:
+                return None
+            reading.update(entry[0])
+        if reading["gripper_pos"].shape != (1,):
+            return None
+        return reading
+
+    # -- what the operator does ------------------------------------------------------------------
+    def _decide(self) -> None:
+        reading = self._reading()
+        if reading is None:  # nothing to see: hands off
+            self._action = None
+            return
+        self._ticks += 1
+        if self._ticks % self.task.max_episode_steps == 0:
+            self.human.reset()  # the budget is per episode's worth of control periods
+        command = self.human.poll(reading)
+        self._action = None if command is None else np.asarray(command.action, np.float64)
+        if self._action is None and self.config.tidy:
+            self._tidy(reading)
+
+    def _tidy(self, reading: dict) -> None:
+        from robot_rl.sim.arm_scenes import CUBE_HALF
+
+        cube, tcp = reading["object/cube_pos"], reading["tcp_pos"]
+        height = float(cube[2]) - CUBE_HALF
+        self._lifted = self._lifted or height > LIFTED
+        task = self.task
+        out_of_reach = bool(height < -0.01
+                            or np.any(cube[:2] < np.asarray(task.safety_low[:2]))
+                            or np.any(cube[:2] > np.asarray(task.safety_high[:2])))
+        put_down = self._lifted and abs(height) < RESTING
+        hand_clear = float(tcp[2]) > HAND_CLEAR
+        now = time.monotonic()
+        if (out_of_reach or put_down) and hand_clear and now - self._last_tidy > TIDY_PERIOD:
+            if not self._reset_client.service_is_ready():
+                return
+            self._reset_client.call_async(Trigger.Request())
+            self._last_tidy = now
+            self._lifted = False
+            self.tidy_ups += 1
+            self.human.reset()
+
+    def _publish(self) -> None:
+        action = self._action
+        twist = TwistStamped()
+        twist.header = convert.header(time.time(), "base")
+        joy = Joy()
+        joy.header = twist.header
+        buttons = [0, 0, 0]
+        if action is not None:
+            x, y, z = (float(v) for v in np.clip(action[:3], -1.0, 1.0))
+            twist.twist.linear.x, twist.twist.linear.y, twist.twist.linear.z = x, y, z
+            grip = float(action[3]) if len(action) > 3 else 0.0
+            buttons = [1, int(grip > 0.5), int(grip < -0.5)]
+        t = twist.twist
+        joy.axes = [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
+        joy.buttons = buttons
+        self._twist_pub.publish(twist)
+        self._joy_pub.publish(joy)
+
+    def _publish_diagnostics(self) -> None:
+        human = self.human
+        sees = self._reading() is not None
+        level, message = ((DiagnosticStatus.OK, "correcting" if self._action is not None
+                           else "watching") if sees else
+                          (DiagnosticStatus.WARN, "cannot see the arm or the cube"))
+        values = {"takeovers": str(human.takeovers), "intervened": str(human.total_intervened),
+                  "periods": str(human.total_steps), "tidy_ups": str(self.tidy_ups)}
+        status = DiagnosticStatus(
+            level=level, name=self.get_fully_qualified_name(), message=message,
+            hardware_id="fr3-sim-cell/operator",
+            values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        self._diag_pub.publish(DiagnosticArray(header=convert.header(time.time()),
+                                               status=[status]))
+
+
+CONFIG = CellHumanConfig
+NODE = CellHumanNode
+main = main_for(CellHumanNode)  # the console script is fr3_cell's (part:=...)

@@ -1,0 +1,170 @@
+"""The simulated FR3 cell: a world that a Franka node, camera consumers and an operator meet as
+they would meet hardware (``hardware/fr3_sim.yaml``).
+
+    robot-rl-fr3-sim-cell --ros-args -r __ns:=/sim -p host:=127.13.0.1            # the world
+    robot-rl-fr3-sim-cell --ros-args -r __ns:=/front_cam -p part:=camera -p camera:=front
+    robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human
+
+One console script, three parts (the ``part`` parameter), each a process of its own as the
+devices of a real cell are:
+
+- ``world`` (this module): franky-sim on ``host`` (the libfranka protocol: the Franka node's
+  ``robot_ip``) stepping the task's scene (``cell_world``). The ground truth goes only to
+  ``/sim/...``, which evaluation and the simulated operator read and the actor never does:
+  ``/sim/objects/cube/pose`` (PoseStamped), ``/sim/success`` (Bool), the world's state for its
+  cameras on ``/sim/cell/state``, and the service ``/sim/reset_objects`` (Trigger: a person
+  puts the cube at a random place). Its status goes to ``/diagnostics``, with the real-time
+  factor franky-sim manages on this machine. Once franky-sim serves, it brings up the driver
+  nodes named in ``manage`` (``bringup``), since a robot is on before its driver connects.
+- ``camera`` (``cell_camera``): one camera of that world, on the camera contract topics.
+- ``human`` (``cell_human``): the simulated operator on ``/teleop/twist`` and ``/teleop/joy``.
+
+Stamps are wall time, as a robot's are.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from dataclasses import dataclass
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import Trigger
+
+from robot_rl.drivers.config import one_of, param, positive
+from robot_rl.ros.convert import header, pose_to_msg
+from robot_rl.ros.node_base import ParameterError, declare_config, run_node
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
+
+STATE_TOPIC = "/sim/cell/state"
+"""Float64MultiArray: [wall stamp, qpos...] of the cell's world, for its cameras."""
+CUBE_TOPIC = "/sim/objects/cube/pose"
+SUCCESS_TOPIC = "/sim/success"
+RESET_OBJECTS = "/sim/reset_objects"
+PARTS = ("world", "camera", "human")
+SLOW_FACTOR = 0.5
+"""Below this real-time factor the world's status is a warning."""
+
+
+def part_field(default: str):
+    return param(default, f"which part of the cell this process is: {', '.join(PARTS)}",
+                 one_of(*PARTS))
+
+
+@dataclass(frozen=True)
+class CellWorldConfig:
+    part: str = part_field("world")
+    host: str = param("127.13.0.1", "loopback address franky-sim serves the Franka protocol on "
+                      "(the Franka node's robot_ip)")
+    task: str = param("pick_cube", "task whose scene the cell holds")
+    seed: int = param(0, "seed of the cube's placements")
+    realtime: bool = param(True, "pace the physics to wall time (false: as fast as it goes)")
+    state_rate: float = param(30.0, "rate of the ground truth and state topics (wall Hz)",
+                              positive)
+    manage: str = param("", "lifecycle nodes (comma-separated, e.g. /arm/franka_driver, started "
+                        "with autostart false) to configure and activate once franky-sim "
+                        "serves: the robot is on before its driver connects")
+
+
+class CellWorldNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("fr3_cell", **kwargs)
+        self.config = c = declare_config(self, CellWorldConfig)
+        from robot_rl.sim.cells.cell_world import CellWorld
+
+        try:
+            self.world = CellWorld(c.host, c.task, c.seed, c.realtime)
+        except ValueError as error:
+            raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+        self.world.start()  # raises OSError in one line if the address is taken
+        self.get_logger().info(f"franky-sim serves the FR3 of the {c.task} cell on {c.host}")
+        self._state_pub = self.create_publisher(Float64MultiArray, STATE_TOPIC, state_qos())
+        self._cube_pub = self.create_publisher(PoseStamped, CUBE_TOPIC, sensor_qos())
+        self._success_pub = self.create_publisher(Bool, SUCCESS_TOPIC, sensor_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self.create_service(Trigger, RESET_OBJECTS, self._on_reset_objects)
+        self.create_timer(1.0 / c.state_rate, self._publish_state)
+        self.create_timer(1.0, self._publish_diagnostics)
+        self._last_stamp = None
+        from robot_rl.sim.cells.bringup import LifecycleBringup
+
+        managed = [name.strip() for name in c.manage.split(",") if name.strip()]
+        self.bringup = LifecycleBringup(self, managed)
+
+    def _publish_state(self) -> None:
+        truth = self.world.truth()
+        if truth is None or truth.stamp == self._last_stamp:
+            return  # the physics stands still: nothing new to say
+        self._last_stamp = truth.stamp
+        self._state_pub.publish(Float64MultiArray(data=[truth.stamp, *truth.qpos.tolist()]))
+        self._cube_pub.publish(pose_to_msg(truth.cube_pos, truth.cube_quat, truth.stamp, "base"))
+        self._success_pub.publish(Bool(data=truth.success))
+
+    def _on_reset_objects(self, request, response):
+        pos = self.world.reset_objects()
+        response.success = True
+        response.message = f"cube placed at {pos.round(3).tolist()}"
+        return response
+
+    def _publish_diagnostics(self) -> None:
+        world = self.world
+        factor = world.realtime_factor
+        if world.error is not None or not world.alive:
+            level, message = DiagnosticStatus.ERROR, f"physics stopped: {world.error}"
+        elif factor < SLOW_FACTOR:
+            level, message = DiagnosticStatus.WARN, f"physics at {factor:.2f}x real time"
+        else:
+            level, message = DiagnosticStatus.OK, f"physics at {factor:.2f}x real time"
+        truth = world.truth()
+        values = {"host": world.host, "steps": str(world.steps),
+                  "realtime_factor": f"{factor:.3f}", "placements": str(world.placements),
+                  "sim_time": f"{truth.sim_time:.3f}" if truth else ""}
+        status = DiagnosticStatus(
+            level=level, name=self.get_fully_qualified_name(), message=message,
+            hardware_id=f"franky-sim/{world.host}",
+            values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
+
+    def destroy_node(self) -> None:
+        self.world.close()
+        super().destroy_node()
+
+
+def _part(argv: list[str]) -> str:
+    """The ``part`` parameter as given on the command line (``-p part:=camera``): it decides
+    which node class to build, before any node exists to read it."""
+    part = "world"
+    for flag, value in itertools.pairwise(argv):
+        if flag in ("-p", "--param") and value.startswith("part:="):
+            part = value.split(":=", 1)[1].strip("'\"")
+    return part
+
+
+def main(args: list[str] | None = None) -> None:
+    argv = sys.argv if args is None else args
+    part = _part(list(argv))
+    if part == "world":
+        factory = CellWorldNode
+    elif part == "camera":
+        from robot_rl.sim.cells.cell_camera import CellCameraNode as factory
+    elif part == "human":
+        from robot_rl.sim.cells.cell_human import CellHumanNode as factory
+    else:
+        print(f"error: part must be one of {', '.join(PARTS)}, got {part!r}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        sys.exit(run_node(factory, args))
+    except OSError as error:  # the world's address is taken: one line
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
+CONFIG = CellWorldConfig
+NODE = CellWorldNode
+
+if __name__ == "__main__":
+    main()
