@@ -82,6 +82,9 @@ class ActorConfig(ObservationMode):
     """Seconds between progress lines."""
     interventions: Literal["off", "sim", "ros"] = "off"
     """Operator takeovers: 'sim' the twin's simulated human, 'ros' the /teleop/twist+joy topics."""
+    reward_classifier: str | None = None
+    """Reward classifier checkpoint (robot-rl train-reward): its sparse reward and termination
+    replace the task's, which a robot cannot compute (robot mode needs it)."""
 
     def validate(self) -> None:
         if self.speedup < 0:
@@ -92,7 +95,7 @@ class ActorConfig(ObservationMode):
             raise ValueError("--curve-secret-key and --learner-public-key go together")
         check_interventions(self.interventions, self.backend)
         self.task_options(self.task)  # refuses a privileged state the mode forbids
-        self.check_reward_source(self.task, None)  # the actor has no reward classifier yet
+        self.check_reward_source(self.task, self.reward_classifier)
 
 
 class LearnerRefused(RuntimeError):
@@ -122,7 +125,14 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
 
 def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> dict:
     options = cfg.task_options(cfg.task)
-    env = make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, options, ros=cfg.ros)
+    build = lambda opts: make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, opts,
+                                  ros=cfg.ros)
+    if cfg.reward_classifier:
+        from robot_rl.rewards.wrapper import with_reward_classifier
+
+        env = with_reward_classifier(cfg.reward_classifier, build, options)
+    else:
+        env = build(options)
     env = with_interventions(env, cfg.interventions, seed=cfg.seed + outbox.next_seq)
     hello = {
         "task": cfg.task,
