@@ -78,7 +78,11 @@ class LearnerConfig(ObservationMode):
     seed: int = 0
     """Seed of the agent and of batch sampling (actors learn it from the welcome)."""
     demos: int | None = None
-    """Scripted-expert demonstrations for the demo buffer (needs MuJoCo); default: recipe."""
+    """Scripted-expert demonstrations for the demo buffer (needs MuJoCo); default: recipe,
+    none with --demo-path or in robot mode."""
+    demo_path: str | None = None
+    """MCAP demonstrations (a file or a directory: robot-rl record-demos --source teleop)
+    loaded into the demo buffer, in place of scripted ones."""
     demo_fraction: float = 0.5
     """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
     total_steps: int | None = None
@@ -119,6 +123,8 @@ class LearnerConfig(ObservationMode):
             for k in ("total_steps", "demos", "start_steps")
             if getattr(self, k) is None
         }
+        if (self.demo_path or self.robot_mode) and self.demos is None:
+            filled["demos"] = 0  # recorded demonstrations, or none: a robot has no script
         return dataclasses.replace(self, **filled)
 
     def validate(self) -> None:
@@ -134,6 +140,9 @@ class LearnerConfig(ObservationMode):
         if self.curve_secret_key is None:
             check_bind(self.bind, None)  # before minutes of setup, not after
         self.task_options(self.task)  # refuses a privileged state the mode forbids
+        if self.robot_mode and self.demos:
+            raise ValueError("robot mode uses no scripted twin demonstrations: give recorded "
+                             "ones with --demo-path (robot-rl record-demos --source teleop)")
         self.agent.validate()
 
 
@@ -263,7 +272,15 @@ class Learner:
     # --------------------------------------------------------------------------- running
 
     def _collect_demos(self) -> None:
-        if not self.cfg.demos or len(self.demos):
+        if len(self.demos):
+            return
+        if self.cfg.demo_path:
+            from robot_rl.data.mcap_demos import load_demos
+
+            _, counts = load_demos(self.cfg.demo_path, self.demos)
+            self.console.print(f"demos: {counts['episodes']} recorded episodes, "
+                               f"{counts['transitions']} transitions from {self.cfg.demo_path}")
+        if not self.cfg.demos:
             return
         from robot_rl.runtime.demos import collect_demos
         from robot_rl.sim import make_expert, make_twin_env
