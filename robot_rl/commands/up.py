@@ -50,6 +50,15 @@ class UpConfig(ObservationMode):
     """Environment steps of the run (the learner makes its updates for all of them)."""
     demos: int | None = None
     """Scripted-expert demonstrations the learner makes (twin only); default: the recipe."""
+    demo_path: str | None = None
+    """MCAP demonstrations for the learner's demo buffer (robot-rl record-demos --source
+    teleop): robot mode's demonstrations, never scripted ones."""
+    reward_classifier: str | None = None
+    """Reward classifier checkpoint for the actor (robot-rl train-reward): robot mode's reward
+    for a task the twin scores (pick_cube)."""
+    interventions: Literal["auto", "off", "ros"] = "auto"
+    """Operator takeovers on /teleop/twist+joy; 'auto': on in robot mode when the hardware file
+    has a teleop node, off otherwise."""
     start_steps: int | None = None
     """Transitions before the first update; default: the recipe."""
     batch_size: int = LEARNER_BATCH_SIZE
@@ -86,7 +95,7 @@ class UpConfig(ObservationMode):
         self.agent.validate()
         mode = self.observation()
         mode.task_options(self.task)  # refuses a privileged state the mode forbids
-        mode.check_reward_source(self.task, None)  # the actor has no reward classifier yet
+        mode.check_reward_source(self.task, self.reward_classifier)
 
     def observation(self) -> ObservationMode:
         """The run's observation mode: robot mode always in 'up robot'."""
@@ -127,13 +136,33 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         learner_args += ["--demos", str(cfg.demos)]
     if cfg.start_steps is not None:
         learner_args += ["--start-steps", str(cfg.start_steps)]
+    if cfg.demo_path:
+        learner_args += ["--demo-path", str(Path(cfg.demo_path).absolute())]
+    actor_args = []
+    if cfg.reward_classifier:
+        actor_args += ["--reward-classifier", str(Path(cfg.reward_classifier).absolute())]
+    if operator_interventions(cfg):
+        actor_args += ["--interventions", "ros"]
     return StackConfig(
         task=cfg.task, mode=cfg.mode, hardware=cfg.hardware, cameras=tuple(cfg.cameras),
         image_size=cfg.image_size, privileged_state=cfg.privileged_state,
         robot_mode=cfg.robot_mode, speedup=cfg.speedup, seed=cfg.seed,
         learner_endpoint=endpoint, run_dir=str(run_dir), total_steps=cfg.total_steps,
         log_every=cfg.log_every, learner_args=tuple(learner_args),
+        actor_args=tuple(actor_args),
     )
+
+
+def operator_interventions(cfg: UpConfig) -> bool:
+    """Whether the actor takes corrections from the teleop topics: in robot mode by default
+    when the hardware file has a teleop node (HIL-SERL's operator)."""
+    if cfg.interventions != "auto":
+        return cfg.interventions == "ros"
+    if cfg.mode != "robot":
+        return False
+    from robot_rl.hardware import load_hardware
+
+    return any(node.role == "teleop" for node in load_hardware(cfg.hardware).nodes)
 
 
 def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
