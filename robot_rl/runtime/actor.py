@@ -15,7 +15,9 @@ is stored in) stops the actor before it reaches the outbox, where it would block
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,6 +239,10 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
             )
         client.stop(flush_timeout=cfg.flush_timeout)
     except KeyboardInterrupt:
+        # a second Ctrl-C (a terminal's and launch's reach a launched actor) must not cut the
+        # threads' stop below short: a thread left in XLA or rclpy aborts the exit (-6)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         console.print(f"[yellow]interrupted[/]: {outbox.backlog} transitions wait in the outbox")
         raise
     finally:
