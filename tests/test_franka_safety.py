@@ -17,6 +17,7 @@ from robot_rl.drivers.arms.franka_safety import (
     safe_target,
     slerp,
 )
+from robot_rl.drivers.arms.franka_state import ArmState, pose_twist
 
 DOWN = np.array([0.0, 1.0, 0.0, 0.0])  # w-x-y-z: the tool pointing down
 BOX = Workspace((0.3, -0.3, 0.05), (0.7, 0.3, 0.6))
@@ -97,3 +98,15 @@ def test_safe_targets_stay_in_the_box_and_within_one_step(current, target, quat)
     assert np.linalg.norm(pos - np.array(current)) <= 0.03 + 1e-9
     assert quat_angle(DOWN, out_quat) <= 0.2 + 1e-6
     assert np.linalg.norm(out_quat) == pytest.approx(1.0)
+
+
+def test_the_published_twist_is_the_finite_difference_of_two_poses():
+    def reading(stamp, pos, quat):
+        zeros = np.zeros(7)
+        return ArmState(stamp, zeros, zeros, zeros, np.array(pos, float), np.array(quat, float),
+                        np.zeros(6), np.zeros(6), None)
+
+    turned = np.array([math.cos(0.005), 0.0, 0.0, math.sin(0.005)])  # 0.01 rad about z
+    twist = pose_twist(reading(1.0, [0.5, 0.0, 0.3], [1.0, 0.0, 0.0, 0.0]),
+                       reading(1.01, [0.5, 0.001, 0.3], turned))
+    np.testing.assert_allclose(twist, [0.0, 0.1, 0.0, 0.0, 0.0, 1.0], atol=1e-9)

@@ -1,6 +1,6 @@
 """The part of the Franka driver that talks to libfranka (through franky): one thread owns the
-``franky.Robot`` and ``franky.Gripper``, so no two threads ever call into libfranka at once and
-a blocking call (a lost connection times out after about a second) never stalls ROS 2.
+``franky.Robot`` and the hand (``franka_hand``), so no two threads ever call into libfranka at
+once and a blocking call (a lost connection times out after about a second) never stalls ROS 2.
 
 Each cycle (``state_hz``, or at once when a request arrives) the thread reads the robot state,
 publishes it through the node's callback, latches a reflex or a motion error as a fault, serves
@@ -14,8 +14,8 @@ the pose error, clipped to ``translational_error_clip`` / ``rotational_error_cli
 force, and with it the speed, stays bounded whatever the target), and this thread only moves its
 reference. One controller stays alive while the node follows and holds; no motion is ever
 preempted. (Streaming franky ``CartesianMotion``s instead, one per target, overshot targets
-and, a few times in twenty runs against franky-sim, failed in the planner, error -101, while
-the commanded pose ran off far outside the box.) Targets reach this module already validated
+and, twice in about a dozen runs against franky-sim, failed in the planner, error -101, while
+the commanded pose ran off 60 cm outside the box.) Targets reach this module already validated
 and inside the workspace box; here each one is limited to one step from the measured pose
 (``franka_safety.limit_step``) just before the reference moves. Holding (watchdog, after a
 reset) keeps the controller with the reference on the measured pose; the e-stop and deactivate
@@ -31,41 +31,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robot_rl.drivers.arms.franka_hand import Hand, first_line
 from robot_rl.drivers.arms.franka_safety import Workspace, limit_step, normalise, quat_angle
+from robot_rl.drivers.arms.franka_state import ArmState, arm_state, has_errors
 
 HOLDING, FOLLOWING, RESETTING, ESTOP, FAULT, DISCONNECTED = (
     "holding", "following", "resetting", "e-stop", "fault", "disconnected")
 
 
-GRIPPER_READ_HZ = 25.0
 RESET_TOLERANCE = (0.01, 0.05)
 """The reset pose counts as reached within this (m, rad): an impedance controller settles a few
 millimetres off its reference under unmodelled load."""
-TWIST_SMOOTHING = 0.5
-"""Weight of the newest finite difference in the published twist (libfranka sends no measured
-Cartesian velocity, and the robot model is busy in franky's control loop)."""
 
 
 class ConnectError(RuntimeError):
     """The robot did not answer; the message is one line naming the address."""
-
-
-@dataclass
-class ArmState:
-    """One reading, in the units and frames of the topic contract (quaternions w-x-y-z)."""
-
-    stamp: float
-    joint_pos: np.ndarray
-    joint_vel: np.ndarray
-    joint_effort: np.ndarray
-    tcp_pos: np.ndarray
-    tcp_quat: np.ndarray
-    tcp_vel: np.ndarray
-    """Base frame: linear (m/s), then angular (rad/s)."""
-    wrench: np.ndarray
-    """External force (N) and torque (Nm) on the end effector, in the flange frame."""
-    gripper: float | None
-    """0 open .. 1 closed; None without a hand."""
 
 
 @dataclass
@@ -82,36 +62,6 @@ class _Reset:
         self.finished(ok, message)
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"
-
-
-def _has_errors(errors) -> bool:
-    return any(errors.__getstate__())
-
-
-def pose_twist(previous: ArmState, current: ArmState) -> np.ndarray:
-    """Base-frame twist (linear, angular) between two readings, by finite difference."""
-    dt = current.stamp - previous.stamp
-    linear = (current.tcp_pos - previous.tcp_pos) / dt
-    w0, v0 = previous.tcp_quat[0], -previous.tcp_quat[1:]  # conjugate of the previous
-    w1, v1 = current.tcp_quat[0], current.tcp_quat[1:]
-    w = w1 * w0 - v1 @ v0  # current * previous^-1: the rotation in the base frame
-    v = w1 * v0 + w0 * v1 + np.cross(v1, v0)
-    if w < 0:
-        w, v = -w, -v
-    norm = float(np.linalg.norm(v))
-    angle = 2.0 * np.arctan2(norm, w)
-    angular = v / norm * angle / dt if norm > 1e-12 else np.zeros(3)
-    return np.concatenate([linear, angular])
-
-
-def _to_wxyz(quat_xyzw) -> np.ndarray:
-    x, y, z, w = np.asarray(quat_xyzw, np.float64)
-    return np.array([w, x, y, z])
-
-
 class FrankaLink:
     """See the module docstring. ``config`` is the node's ``FrankaConfig``."""
 
@@ -125,10 +75,8 @@ class FrankaLink:
         self._publish = publish
         self._log = log  # (level, message)
         self._robot = None
-        self._gripper = None
-        self._max_width = 0.08
+        self._hand: Hand | None = None
         self._motion = None  # the running impedance controller
-        self._previous: ArmState | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -149,11 +97,6 @@ class FrankaLink:
         self.last_state: ArmState | None = None
         self.cycles = 0
         self.reconnects = 0
-        self._gripper_closed: bool | None = None
-        self._gripper_wanted: bool | None = None
-        self._gripper_future = None
-        self._gripper_every = max(1, round(config.state_hz / GRIPPER_READ_HZ))
-        self._width: float | None = None
         self._reset: _Reset | None = None
         self._next_reconnect = 0.0
 
@@ -170,9 +113,7 @@ class FrankaLink:
                 robot.set_collision_behavior(cfg.torque_threshold, cfg.force_threshold)
                 result["robot"] = robot
                 if cfg.gripper:
-                    gripper = franky.Gripper(cfg.robot_ip)
-                    result["gripper"] = gripper
-                    result["max_width"] = gripper.max_width or 0.08
+                    result["hand"] = Hand(franky.Gripper(cfg.robot_ip), cfg, self._log)
             except Exception as error:  # any libfranka failure: report it in one line
                 result["error"] = error
 
@@ -184,16 +125,12 @@ class FrankaLink:
                                f"{cfg.connect_timeout} s")
         if "error" in result:
             raise ConnectError(f"Franka at {cfg.robot_ip} does not answer: "
-                               f"{_first_line(result['error'])}")
-        self._robot, self._gripper = result["robot"], result.get("gripper")
-        self._max_width = result.get("max_width", 0.08)
+                               f"{first_line(result['error'])}")
+        self._robot, self._hand = result["robot"], result.get("hand")
         self._motion = None
-        self._previous = None
-        self._gripper_closed = None
-        self._gripper_wanted = None
         self.mode = HOLDING
         errors = self._robot.state.current_errors
-        if _has_errors(errors):
+        if has_errors(errors):
             self.fault = f"robot reports errors: {errors!r}"
         elif self.fault:  # a new session on a robot without errors: what was latched is past
             self._log("info", f"connected to a robot without errors; cleared: {self.fault}")
@@ -215,10 +152,9 @@ class FrankaLink:
         self._drop()
 
     def _drop(self) -> None:
-        robot, gripper, self._robot, self._gripper = self._robot, self._gripper, None, None
-        future, self._gripper_future = self._gripper_future, None
-        if future is not None:
-            future.wait(2.0)  # let a running hand command end before its object goes
+        robot, hand, self._robot, self._hand = self._robot, self._hand, None, None
+        if hand is not None:
+            hand.close()
         if robot is not None:
             try:
                 if robot.is_in_control:
@@ -226,7 +162,8 @@ class FrankaLink:
                 robot.join_motion(1.0)
             except Exception:  # the connection is already gone: nothing left to stop
                 pass
-        del robot, gripper
+        del robot, hand
+        self.last_state = None  # a new session starts a new twist estimate
         self._motion = None
         self.mode = DISCONNECTED
 
@@ -292,7 +229,7 @@ class FrankaLink:
             try:
                 self._step()
             except Exception as error:  # a bug must not silently end the robot's thread
-                self._report(f"franka-link: {_first_line(error)}")
+                self._report(f"franka-link: {first_line(error)}")
             next_cycle += period
             now = time.monotonic()
             if next_cycle < now:
@@ -318,7 +255,7 @@ class FrankaLink:
         self._drop()
         self._next_reconnect = time.monotonic() + self.config.reconnect_period
         self._fail_reset("connection lost")
-        self._log("error", f"connection lost: {_first_line(error)}; reconnecting every "
+        self._log("error", f"connection lost: {first_line(error)}; reconnecting every "
                   f"{self.config.reconnect_period} s")
 
     def _refuse_pending(self, reason: str) -> None:
@@ -353,43 +290,13 @@ class FrankaLink:
     def _cycle(self) -> None:
         robot = self._robot
         state = robot.state
-        # the hand's state arrives on its own stream; a blocking read every cycle would halve
-        # the state rate, and the fingers move slowly: read it at about GRIPPER_READ_HZ
-        if self._gripper is not None and self.cycles % self._gripper_every == 0:
-            self._width = self._gripper.width
-        width = self._width if self._gripper is not None else None
+        gripper = self._hand.closed_fraction() if self._hand is not None else None
         self.cycles += 1
         self._check_errors(robot, state)
-        reading = self._reading(state, width)
+        reading = arm_state(state, time.time(), gripper, self.last_state)
         self.last_state = reading
         self._serve(robot, reading)
         self._publish(reading)
-
-    def _reading(self, state, width: float | None) -> ArmState:
-        pose = state.O_T_EE
-        rotation = np.asarray(pose.matrix)[:3, :3]
-        flange_in_ee = np.asarray(state.F_T_EE.matrix)[:3, :3]
-        flange_rotation = rotation @ flange_in_ee.T  # base <- flange
-        wrench = np.asarray(state.O_F_ext_hat_K, np.float64)
-        reading = ArmState(
-            stamp=time.time(),
-            joint_pos=np.asarray(state.q, np.float64),
-            joint_vel=np.asarray(state.dq, np.float64),
-            joint_effort=np.asarray(state.tau_J, np.float64),
-            tcp_pos=np.asarray(pose.translation, np.float64),
-            tcp_quat=_to_wxyz(pose.quaternion),
-            tcp_vel=np.zeros(6),
-            wrench=np.concatenate([flange_rotation.T @ wrench[:3],
-                                   flange_rotation.T @ wrench[3:]]),
-            gripper=None if width is None else float(np.clip(1.0 - width / self._max_width,
-                                                             0.0, 1.0)),
-        )
-        previous = self._previous
-        if previous is not None and reading.stamp - previous.stamp > 1e-4:
-            raw = pose_twist(previous, reading)
-            reading.tcp_vel = TWIST_SMOOTHING * raw + (1 - TWIST_SMOOTHING) * previous.tcp_vel
-        self._previous = reading
-        return reading
 
     def _check_errors(self, robot, state) -> None:
         try:
@@ -398,9 +305,9 @@ class FrankaLink:
             raise  # the connection is gone: _run drops it and reconnects
         except Exception as error:  # the motion ended with an error
             if "preempted" not in str(error):
-                self._set_fault(f"motion aborted: {_first_line(error)}")
+                self._set_fault(f"motion aborted: {first_line(error)}")
         mode = state.robot_mode
-        if mode == self._franky.RobotMode.Reflex or _has_errors(state.current_errors):
+        if mode == self._franky.RobotMode.Reflex or has_errors(state.current_errors):
             self._set_fault(f"reflex: {state.current_errors!r}")
         elif mode == self._franky.RobotMode.UserStopped:
             self._set_fault("the robot's user stop is pressed")
@@ -443,10 +350,10 @@ class FrankaLink:
             self._follow_reset(robot, reading)
         elif target is not None and not blocked:
             self._follow(robot, reading, *target)
-        if gripper is not None and not blocked:
-            self._command_gripper(gripper)
-        else:
-            self._drive_gripper()
+        if self._hand is not None:
+            if gripper is not None and not blocked:
+                self._hand.command(gripper)
+            self._hand.drive()
         self._watchdog(reading)
         self.mode = (ESTOP if self.estopped else FAULT if self.fault else
                      RESETTING if self._reset is not None else
@@ -511,9 +418,9 @@ class FrankaLink:
             self._motion = None
             ok = robot.recover_from_errors()
         except Exception as error:  # recovery itself refused
-            return f"recovery failed: {_first_line(error)}"
+            return f"recovery failed: {first_line(error)}"
         errors = robot.state.current_errors
-        if not ok or _has_errors(errors):
+        if not ok or has_errors(errors):
             return f"recovery failed: {errors!r}"
         self.fault = ""
         self.mode = HOLDING
@@ -553,29 +460,3 @@ class FrankaLink:
         self._reset = None
         self.mode = HOLDING
         request.finish(ok, message)
-
-    def _command_gripper(self, closed: float) -> None:
-        self._gripper_wanted = closed >= self.config.gripper_threshold
-        self._drive_gripper()
-
-    def _drive_gripper(self) -> None:
-        """Send the wanted hand state once the previous hand command has finished: the hand
-        runs one command at a time (franky-sim never answers one that a newer replaced)."""
-        gripper, wanted = self._gripper, self._gripper_wanted
-        if gripper is None or wanted is None or wanted == self._gripper_closed:
-            return
-        future = self._gripper_future
-        if future is not None:
-            if not future.wait(0):
-                return
-            try:
-                future.get()
-            except Exception as error:  # a failed grasp is not a robot fault: say so
-                self._log("warning", f"gripper command failed: {_first_line(error)}")
-        cfg = self.config
-        if wanted:  # grasp whatever is between the fingers, with a bounded force
-            self._gripper_future = gripper.grasp_async(
-                0.0, cfg.gripper_speed, cfg.gripper_force, epsilon_inner=0.0, epsilon_outer=1.0)
-        else:
-            self._gripper_future = gripper.move_async(self._max_width, cfg.gripper_speed)
-        self._gripper_closed = wanted
