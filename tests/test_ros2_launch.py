@@ -4,7 +4,8 @@
 - the package is indexed under the venv prefix, with links to this checkout's files;
 - ``sim.launch.py`` brings up the ROS graph that ``robot-rl up sim`` brings up (node names,
   topics with their types, services), without and with a camera, labels each process by its
-  node name, and stops every process on SIGINT to the launch process with no escalation;
+  node name, and stops every process with no escalation and no crash: on SIGINT to the launch
+  process (state only), and on a terminal's Ctrl-C, which reaches every process twice (camera);
 - ``robot.launch.py`` with a driver that is not installed exits non-zero with one error line;
 - ``learner.launch.py`` writes the learner's checkpoint on SIGINT.
 """
@@ -55,9 +56,14 @@ class Launch:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-    def interrupt(self, timeout: float = 120) -> int:
-        """SIGINT to the launch process alone (as ``kill -INT``), then its exit code."""
-        self.popen.send_signal(signal.SIGINT)
+    def interrupt(self, timeout: float = 120, terminal: bool = False) -> int:
+        """SIGINT to the launch process alone (as ``kill -INT``), or to its whole process
+        group as a terminal's Ctrl-C does (every process then gets launch's SIGINT too); then
+        launch's exit code."""
+        if terminal:
+            os.killpg(self.popen.pid, signal.SIGINT)
+        else:
+            self.popen.send_signal(signal.SIGINT)
         try:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -214,7 +220,7 @@ def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe
         pids = [int(p) for p in re.findall(r"process started with pid \[(\d+)\]",
                                            launch.output())]
         assert len(pids) == len(expected) + 1  # the nodes and the learner
-        code = launch.interrupt()
+        code = launch.interrupt(terminal=bool(cameras))  # Ctrl-C in a terminal, with a camera
         out = launch.output()
         assert code == 0, out[-4000:]
         assert not ESCALATION.search(out), out[-4000:]
