@@ -124,8 +124,12 @@ class FrankaLink:
             raise ConnectError(f"Franka at {cfg.robot_ip} did not answer within "
                                f"{cfg.connect_timeout} s")
         if "error" in result:
-            raise ConnectError(f"Franka at {cfg.robot_ip} does not answer: "
-                               f"{first_line(result['error'])}")
+            error = result["error"]
+            if "refused" in str(error).lower():  # libfranka blames FCI for any refusal
+                raise ConnectError(f"Franka at {cfg.robot_ip} does not answer: connection "
+                                   "refused (wrong address, robot off, or FCI not enabled in "
+                                   "Desk)")
+            raise ConnectError(f"Franka at {cfg.robot_ip} does not answer: {first_line(error)}")
         self._robot, self._hand = result["robot"], result.get("hand")
         self._motion = None
         self.mode = HOLDING
@@ -213,13 +217,17 @@ class FrankaLink:
             previous.finish(False, "superseded by a new reset")
         self._wake.set()
 
-    def enable(self, enabled: bool) -> None:
-        """Accept pose targets (activate) or stop and refuse them (deactivate)."""
+    def enable(self, enabled: bool, timeout: float = 2.0) -> None:
+        """Accept pose targets (activate), or stop and refuse them (deactivate: returns once
+        the controller is stopped, or after ``timeout`` if the thread is busy reconnecting)."""
         with self._lock:
             self.enabled = enabled
             if not enabled:
                 self._target = None
         self._wake.set()
+        deadline = time.monotonic() + timeout
+        while not enabled and self._motion is not None and time.monotonic() < deadline:
+            time.sleep(0.002)
 
     # -- the thread ------------------------------------------------------------------------------
     def _run(self) -> None:
