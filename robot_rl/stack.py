@@ -216,6 +216,9 @@ def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
         args += ["--total-steps", str(cfg.total_steps)]
     if hardware is not None:
         args += hardware.actor_arguments()
+        # a driver's reset service answers once the arm is at its reset pose: give it the time
+        # its own reset_timeout allows (the Franka node's: 15 s), not the default 10 s
+        args += ["--ros.service-timeout", "60"]
     else:
         # the twin's nodes may still be starting, a respawned camera takes a while: wait for
         # them (in wall seconds) rather than fail the run
