@@ -31,7 +31,8 @@ def _learner(procs, endpoint, run_dir, *extra):
     return procs.start(
         "learner",
         "learner", "--task", "pick_cube", "--bind", endpoint, "--run-dir", str(run_dir),
-        "--demos", "0", "--start-steps", str(START_STEPS), "--total-steps", str(2 * STEPS_PER_ACTOR),
+        "--demos", "0", "--start-steps", str(START_STEPS),
+        "--total-steps", str(2 * STEPS_PER_ACTOR),
         "--checkpoint-interval", "1", "--log-every", "0.3", *SMALL_AGENT, *extra,
     )  # fmt: skip
 

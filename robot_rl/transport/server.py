@@ -274,7 +274,7 @@ class TransportServer:
             )
         outbox = msg.optional_name(message, "outbox")
         their_run = msg.optional_name(message, "run")
-        acked = msg.non_negative(message, "acked")
+        acked = msg.non_negative(message, "acked") if "acked" in message else 0
         now = time.monotonic()
         for old_peer, old_actor in list(self._peers.items()):
             if old_actor != actor or old_peer == peer:
