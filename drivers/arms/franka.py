@@ -28,7 +28,9 @@ of error; the watchdog holds the arm where it is when no valid command arrived f
 ``watchdog_timeout``; ``estop`` stops at once (libfranka's stop) and refuses motion until
 released; a reflex or motion error latches a fault until ``clear_error``. Lifecycle: configure
 connects (one clear line when the robot does not answer), activate starts the controller
-holding the current pose, deactivate stops the arm, cleanup disconnects.
+holding the current pose, deactivate stops the arm (libfranka's stop) and refuses commands,
+cleanup disconnects. A lost connection is retried every ``reconnect_period``; the arm then
+holds until a fresh command.
 """
 
 from __future__ import annotations
@@ -44,12 +46,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from robot_rl.drivers.arms.franka_link import ArmState, FrankaLink
+from robot_rl.drivers.arms.franka_link import FrankaLink
 from robot_rl.drivers.arms.franka_safety import (
     Workspace,
     gripper_command_reason,
     pose_command_reason,
 )
+from robot_rl.drivers.arms.franka_state import ArmState
 from robot_rl.drivers.config import length, param, positive
 from robot_rl.ros.convert import (
     array_to_twist_stamped,
@@ -138,9 +141,10 @@ class FrankaDriver(DeviceNode):
     def open_device(self) -> None:
         if not self._ros_ready:
             self._make_ros_interfaces()
-        self.link = FrankaLink(self.config, self._publish_state, self._log)
-        self.link.connect()  # raises ConnectError with one line
-        self.link.start()
+        link = FrankaLink(self.config, self._publish_state, self._log)
+        link.connect()  # raises ConnectError with one line
+        self.link = link
+        link.start()
         self.get_logger().info(f"connected to the Franka at {self.config.robot_ip}")
 
     def enable_motion(self) -> None:
