@@ -22,15 +22,17 @@ Safety, in order: a command is refused (and never reaches libfranka) when it is 
 older than ``command_max_age``, stamped in the future, non-finite, in another frame, or has a
 malformed quaternion (``franka_safety``); a valid target is clipped into the node's
 ``workspace_min``/``workspace_max`` box and limited to ``max_step_translation`` /
-``max_step_rotation`` from the measured pose; the Cartesian impedance controller (compliant:
-the arm yields to contact) sees at most ``translational_error_clip`` / ``rotational_error_clip``
-of error; the watchdog holds the arm where it is when no valid command arrived for
-``watchdog_timeout``; ``estop`` stops at once (libfranka's stop) and refuses motion until
-released; a reflex or motion error latches a fault until ``clear_error``. Lifecycle: configure
-connects (one clear line when the robot does not answer), activate starts the controller
-holding the current pose, deactivate stops the arm (libfranka's stop) and refuses commands,
-cleanup disconnects. A lost connection is retried every ``reconnect_period``; the arm then
-holds until a fresh command.
+``max_step_rotation`` from the measured pose; the Cartesian impedance controller
+(``cartesian_impedance``; compliant: the arm yields to contact) sees at most
+``translational_error_clip`` / ``rotational_error_clip`` of error; the watchdog holds the arm
+where it is when no valid command arrived for ``watchdog_timeout``; ``estop`` stops at once
+(libfranka's stop) and refuses motion until released; a reflex or motion error latches a fault
+until ``clear_error``.
+
+Lifecycle: configure connects (one clear line when the robot does not answer), activate starts
+the controller holding the current pose, deactivate stops the arm (libfranka's stop) and
+refuses commands, cleanup disconnects. A lost connection is retried every
+``reconnect_period``; the arm then holds until a fresh command.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ GRIPPER_JOINT = "gripper"
 BASE_FRAME = "base"
 FLANGE_FRAME = "flange"
 
+six_positive = (lambda v: len(v) == 6 and all(x > 0 for x in v),
+                "must be 6 values, all > 0")
 unit_interval = (lambda v: 0.0 < v < 1.0, "must lie in (0, 1)")
 at_least_100 = (lambda v: v >= 100.0, "must be >= 100 (the topic contract's minimum rate)")
 
@@ -97,10 +101,10 @@ class FrankaConfig:
                                         "from the measured TCP position (m)", positive)
     max_step_rotation: float = param(0.2, "a command turns the target at most this far from "
                                      "the measured TCP orientation (rad)", positive)
-    translational_stiffness: float = param(2000.0, "Cartesian impedance: translational "
-                                           "stiffness (N/m)", positive)
-    rotational_stiffness: float = param(150.0, "Cartesian impedance: rotational stiffness "
-                                        "(Nm/rad)", positive)
+    cartesian_impedance: tuple = param([2000.0, 2000.0, 2000.0, 150.0, 150.0, 150.0],
+                                       "stiffness of the Cartesian impedance controller, "
+                                       "critically damped: x, y, z (N/m), roll, pitch, yaw "
+                                       "(Nm/rad)", six_positive)
     translational_error_clip: float = param(0.01, "the controller sees at most this position "
                                             "error per axis (m): bounds force and speed",
                                             positive)

@@ -373,11 +373,13 @@ class FrankaLink:
         if self._motion is not None and robot.is_in_control:
             return self._motion
         franky, cfg = self._franky, self.config
+        stiffness = np.asarray(cfg.cartesian_impedance, np.float64)
         motion = franky.CartesianImpedanceTrackingMotion(
-            translational_stiffness=cfg.translational_stiffness,
-            rotational_stiffness=cfg.rotational_stiffness,
+            translational_stiffness=float(stiffness[:3].mean()),
+            rotational_stiffness=float(stiffness[3:].mean()),
             translational_error_clip=np.full(3, cfg.translational_error_clip),
             rotational_error_clip=np.full(3, cfg.rotational_error_clip))
+        motion.set_gains(franky.CartesianImpedanceGains.diagonal(stiffness))
         motion.set_reference(self._reference(reading.tcp_pos, reading.tcp_quat))
         robot.move(motion, asynchronous=True)
         self._motion = motion
