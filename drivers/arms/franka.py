@@ -91,8 +91,8 @@ class FrankaConfig:
     diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
     command_max_age: float = param(0.2, "refuse a command whose stamp is older than this (s)",
                                    positive)
-    watchdog_timeout: float = param(0.3, "stop the arm when no valid pose command arrived "
-                                    "within this many seconds", positive)
+    watchdog_timeout: float = param(0.3, "hold the arm where it is when no valid pose command "
+                                    "arrived within this many seconds", positive)
     workspace_min: tuple = param([0.25, -0.4, 0.05], "lower corner of the box the target stays "
                                 "in (base frame, m)", length(3))
     workspace_max: tuple = param([0.8, 0.4, 0.7], "upper corner of the box the target stays in "
