@@ -1,13 +1,12 @@
 """One camera of the simulated FR3 cell, as its own process like a real camera driver (so it can
 be killed and respawned): it holds its own copy of the cell's MuJoCo model (``fr3_scene``), applies
 the world's newest state from ``/sim/cell/state`` and renders the named camera offscreen
-(``MUJOCO_GL=egl``) at ``rate`` wall Hz.
+(``MUJOCO_GL=egl``) as the states arrive, at most ``rate`` frames per wall second.
 
 It publishes what a camera driver publishes (``sim/nodes/camera_node.py``, the RealSense and
 OpenCV nodes): ``image_raw`` (rgb8) and ``camera_info`` on sensor-data QoS, stamped with the wall
-time of the world state the frame shows, and its status on ``/diagnostics``. A state it has
-already shown is not shown again: when the world stops, the frames stop, and the consumer's
-staleness bound sees it.
+time of the world state the frame shows, and its status on ``/diagnostics``. Each frame shows a
+new state: when the world stops, the frames stop, and the consumer's staleness bound sees it.
 
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/wrist_cam -p part:=camera -p camera:=wrist
 """
@@ -68,15 +67,14 @@ class CellCameraNode(Node):
         self._renderer = mujoco.Renderer(self.model, c.height, c.width)
         self._fovy = float(self.model.cam_fovy[self.model.camera(c.camera).id])
         self._frame = c.frame_id or c.camera
-        self._state: np.ndarray | None = None
-        self._shown: float | None = None
         self._bad_size = False
         self._frames, self._last_state_wall = 0, None
         self._image_pub = self.create_publisher(Image, "image_raw", sensor_qos())
         self._info_pub = self.create_publisher(CameraInfo, "camera_info", sensor_qos())
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_subscription(Float64MultiArray, STATE_TOPIC, self._on_state, state_qos())
-        self.create_timer(1.0 / c.rate, self._render)
+        self._period = 1.0 / c.rate
+        self._next_frame = 0.0
         self.create_timer(1.0, self._publish_diagnostics)
 
     def _on_state(self, msg: Float64MultiArray) -> None:
@@ -87,13 +85,16 @@ class CellCameraNode(Node):
                                         f"cell's model has {self.model.nq}: another world?")
                 self._bad_size = True
             return
-        self._state = state
-        self._last_state_wall = time.monotonic()
-
-    def _render(self) -> None:
-        state = self._state
-        if state is None or state[0] == self._shown:
+        self._last_state_wall = now = time.monotonic()
+        if now < self._next_frame:
             return
+        # frames are due every period; one that comes late restarts the schedule (no burst)
+        self._next_frame = max(self._next_frame + self._period, now)
+        self._render(state)
+
+    def _render(self, state: np.ndarray) -> None:
+        # rendered as the state arrives (not on a timer of its own): a frame is no older than
+        # the delivery of the state it shows plus one render
         stamp = float(state[0])
         self.data.qpos[:] = state[1:]
         self._mujoco.mj_forward(self.model, self.data)
@@ -103,7 +104,6 @@ class CellCameraNode(Node):
         self._image_pub.publish(array_to_image(pixels, "rgb8", stamp, self._frame))
         self._info_pub.publish(camera_info(c.width, c.height, self._fovy, stamp,
                                            self._frame))
-        self._shown = stamp
         self._frames += 1
 
     def _publish_diagnostics(self) -> None:

@@ -6,8 +6,9 @@ the task succeeded.
 The control loop is franky-sim's ``SimulationServer.run_once`` (commands in, one 1 ms physics
 step, state out), paced to wall time when it can keep up; when it cannot, the robot's time
 simply runs slower than the wall clock (``realtime_factor`` says by how much), as libfranka's
-client waits for each state packet. Object placements requested from other threads are applied
-between two steps, so the physics never sees a half-written state.
+client waits for each state packet. Object placements requested from other threads are applied,
+and the ground truth is read (``read_now``: stamped when it is read, so a camera frame's age is
+its true age), between two steps, so nothing sees a half-written state.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ from robot_rl.sim.cells.fr3_scene import CUBE_BODY, TCP_SITE, build_simulator
 
 HAND_MAX_WIDTH = 0.08
 """The Franka Hand's opening (m): the driver's gripper reading is 1 - width / this."""
-TRUTH_EVERY = 10
-"""Physics steps (ms of robot time) between two readings of the ground truth: every step would
-cost the 1 kHz loop more than the readers (cameras, evaluation, the operator at 30 Hz) need."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +70,8 @@ class CellWorld:
         self.placements = 0
         self._started_wall: float | None = None
         self._lock = threading.Lock()
+        self._step_lock = threading.Lock()
+        self._due = 0.0
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []
         self._truth: GroundTruth | None = None
         self._thread: threading.Thread | None = None
@@ -115,16 +115,29 @@ class CellWorld:
     def _run(self) -> None:
         try:
             while self._running:
-                with self._lock:
-                    pending, self._pending = self._pending, []
-                for pos, quat in pending:
-                    self._place(pos, quat)
-                self.server.run_once(self.realtime)
-                self.steps += 1
-                if self.steps % TRUTH_EVERY == 0 or pending:
-                    self._read_truth()
+                with self._step_lock:
+                    with self._lock:
+                        pending, self._pending = self._pending, []
+                    for pos, quat in pending:
+                        self._place(pos, quat)
+                    self.server.run_once(False)
+                    self.steps += 1
+                self._pace()
         except BaseException as error:  # reported by the node; the robot stops answering
             self.error = error
+
+    def _pace(self) -> None:
+        """Keep 1 kHz of robot time per wall second where the machine allows (never catching
+        up after a delay: the robot's time just falls behind), and let other threads in."""
+        now = time.monotonic()
+        self._due = max(self._due + 1e-3, now) if self.realtime else now
+        time.sleep(max(0.0, self._due - now))
+
+    def read_now(self) -> GroundTruth:
+        """The ground truth of the world as it is now, stamped now (between two steps)."""
+        with self._step_lock:
+            self._read_truth()
+        return self.truth()
 
     def _read_truth(self) -> None:
         data = self.sim.data

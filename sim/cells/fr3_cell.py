@@ -89,17 +89,17 @@ class CellWorldNode(Node):
         self.create_service(Trigger, RESET_OBJECTS, self._on_reset_objects)
         self.create_timer(1.0 / c.state_rate, self._publish_state)
         self.create_timer(1.0, self._publish_diagnostics)
-        self._last_stamp = None
+        self._last_steps = -1
         from robot_rl.sim.cells.bringup import LifecycleBringup
 
         managed = [name.strip() for name in c.manage.split(",") if name.strip()]
         self.bringup = LifecycleBringup(self, managed)
 
     def _publish_state(self) -> None:
-        truth = self.world.truth()
-        if truth is None or truth.stamp == self._last_stamp:
+        if not self.world.alive or self.world.steps == self._last_steps:
             return  # the physics stands still: nothing new to say
-        self._last_stamp = truth.stamp
+        self._last_steps = self.world.steps
+        truth = self.world.read_now()
         self._state_pub.publish(Float64MultiArray(data=[truth.stamp, *truth.qpos.tolist()]))
         self._cube_pub.publish(pose_to_msg(truth.cube_pos, truth.cube_quat, truth.stamp, "base"))
         self._success_pub.publish(Bool(data=truth.success))
