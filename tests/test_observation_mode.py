@@ -42,6 +42,14 @@ def test_privileged_state_is_off_with_cameras_and_always_in_robot_mode():
         ObservationMode(robot_mode=True, privileged_state=True).task_options("pick_cube")
     with pytest.raises(ValueError, match="car_lap' has no privileged state"):
         ObservationMode(privileged_state=True).task_options("car_lap")
+    # what checkpoints record, and what eval rebuilds from it (old checkpoints: the default)
+    assert ObservationMode().metadata("car_lap")["privileged_state"] is False
+    for meta in ({"task": "car_lap"}, {"task": "car_lap",
+                                       "observation": ObservationMode().metadata("car_lap")}):
+        assert observation_from_metadata(meta).task_options("car_lap") == {
+            "cameras": (), "image_size": 64}
+    legacy = observation_from_metadata({"task": "pick_cube", "cameras": ["front"]})
+    assert legacy.task_options("pick_cube")["privileged_state"] is True
 
 
 def test_every_task_building_command_takes_the_observation_options():

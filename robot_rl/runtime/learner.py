@@ -215,7 +215,7 @@ class Learner:
             return
         if checkpoint is None:
             return
-        self.cfg.check_matches(read_metadata(checkpoint), str(checkpoint))
+        self.cfg.check_matches(read_metadata(checkpoint), self.cfg.task, str(checkpoint))
         self.agent = restore_agent(checkpoint, self.agent)
         self.replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
         self.demos = ReplayBuffer.load(checkpoint / DEMO_FILE)
@@ -361,7 +361,7 @@ class Learner:
                 "env_id": "",
                 "cameras": list(self.cfg.cameras),
                 "image_size": self.cfg.image_size,
-                "observation": self.cfg.metadata(),
+                "observation": self.cfg.metadata(self.cfg.task),
                 "encoder": encoder_metadata(self.cfg.agent),
                 "cursors": self.cursors,
                 "streams": self.streams,

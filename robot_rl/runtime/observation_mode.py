@@ -70,19 +70,20 @@ class ObservationMode:
                 "robot does not have; give a reward source (--reward-classifier DIR)"
             )
 
-    def metadata(self) -> dict:
-        """The resolved mode as checkpoints record it."""
+    def metadata(self, task: str) -> dict:
+        """The resolved mode of ``task`` as checkpoints record it (a task without privileged
+        state records False)."""
         return {
             "cameras": list(self.cameras),
             "image_size": self.image_size,
-            "privileged_state": self.resolved_privileged_state(),
+            "privileged_state": self.task_options(task).get("privileged_state", False),
             "robot_mode": self.robot_mode,
         }
 
-    def check_matches(self, meta: dict, where: str) -> None:
+    def check_matches(self, meta: dict, task: str, where: str) -> None:
         """Refuse to continue a checkpoint written in another observation mode (``--resume``)."""
-        saved = observation_from_metadata(meta).metadata()
-        now = self.metadata()
+        saved = observation_from_metadata(meta).metadata(task)
+        now = self.metadata(task)
         differences = [
             f"{k}: checkpoint has {saved[k]!r}, this run has {now[k]!r}"
             for k in ("cameras", "image_size", "privileged_state")
@@ -96,9 +97,11 @@ class ObservationMode:
 
 def observation_from_metadata(meta: dict, **overrides) -> ObservationMode:
     """The mode a checkpoint was trained in. Checkpoints older than this record had the
-    tasks' default: privileged state on."""
+    task's default: privileged state on where the task has it."""
     saved = meta.get("observation") or {}
-    privileged = saved.get("privileged_state", meta.get("privileged_state", True))
+    task = meta.get("task")
+    legacy = True if task and _has_privileged_state(task) else None
+    privileged = saved.get("privileged_state", legacy)
     mode = ObservationMode(
         cameras=tuple(saved.get("cameras", meta.get("cameras", ()))),
         image_size=int(saved.get("image_size", meta.get("image_size", 64))),
@@ -112,6 +115,13 @@ def observation_options(config) -> ObservationMode:
     """The ObservationMode part of a command's config (which derives from it)."""
     return ObservationMode(**{f.name: getattr(config, f.name)
                               for f in dataclasses.fields(ObservationMode)})
+
+
+def _has_privileged_state(task: str) -> bool:
+    try:
+        return "privileged_state" in {f.name for f in dataclasses.fields(_task_class(task))}
+    except ValueError:  # not a task (a gymnasium run)
+        return False
 
 
 def _task_class(task: str):

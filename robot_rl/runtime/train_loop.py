@@ -243,7 +243,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
     if checkpoint is not None:
         if cfg.backend != "gym":
-            observation_options(cfg).check_matches(read_metadata(checkpoint), str(checkpoint))
+            observation_options(cfg).check_matches(read_metadata(checkpoint), cfg.task,
+                                                   str(checkpoint))
         agent = restore_agent(checkpoint, agent)
         replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
         if (checkpoint / DEMO_FILE).is_file():
@@ -297,7 +298,7 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
     )
 
-    run_observation = observation_options(cfg).metadata() if cfg.backend != "gym" else None
+    run_observation = observation_options(cfg).metadata(cfg.task) if cfg.backend != "gym" else None
 
     def checkpoint_now(step: int) -> None:
         save_checkpoint(
