@@ -145,7 +145,7 @@ def test_learner_launch_and_launch_arguments(monkeypatch, tmp_path):
         with pytest.raises(ValueError, match="unknown launch arguments"):
             module.describe(speed="3")
         with pytest.raises(ImportError):
-            module.generate_launch_description()  # launch is not installed here
+            module.generate_launch_description()  # launch is blocked here (load_launch_file)
 
 
 def _hardware(**changes):

@@ -61,6 +61,7 @@ class StackProbe:
         self.poses: list[tuple[float, np.ndarray]] = []
         self.commands: list[float] = []  # wall times of the actor's pose commands
         self.actor_status: dict[str, str] = {}
+        self.diagnostics: dict[str, dict[str, str]] = {}  # by node: its newest status values
         self.lock = threading.Lock()
         self.context = Context()
         rclpy.init(context=self.context, args=[])
@@ -72,6 +73,7 @@ class StackProbe:
 
         def on_diagnostics(msg):
             for status in msg.status:
+                self.diagnostics[status.name] = {kv.key: kv.value for kv in status.values}
                 if status.name == "/actor":
                     self.actor_status = {kv.key: kv.value for kv in status.values}
 
@@ -161,6 +163,10 @@ def test_every_topic_publishes(stack):
     assert set(_pids(run_dir)) == {"arm_twin", "front_camera", "actor", "learner"}
     wait_until(lambda: _actor_steps(probe) > 0, 60, "the actor's status on /diagnostics", up)
     assert float(probe.actor_status["target_hz"]) == 10.0
+    # the camera node reports too: its frames and size
+    wait_until(lambda: int(probe.diagnostics.get("/front_cam/front_camera", {}).get(
+        "frames", 0)) > 0, 60, "the camera's status on /diagnostics", up)
+    assert probe.diagnostics["/front_cam/front_camera"]["size"] == "32x32"
 
 
 def test_estop_stops_motion_within_one_control_period(stack):
