@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jax
 import numpy as np
 from rich.console import Console
 
@@ -34,6 +35,7 @@ from robot_rl.agents.checkpoint import (
     save_checkpoint,
 )
 from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent, encoder_metadata
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.envs.task import make_task
@@ -445,6 +447,12 @@ class Learner:
         cfg = self.cfg
         self._collect_demos()
         sampler = make_sampler(self.agent, self.replay, self.demos, cfg.demo_fraction)
+        # Several local devices (GPUs): every update is split over them along the batch.
+        parallel = local_data_parallel()
+        if parallel is not None:
+            parallel.check_batch_size(cfg.batch_size)
+            self.agent = parallel.place_agent(self.agent)
+            self.console.print(f"updates data-parallel over {parallel.size} devices")
         self.server = TransportServer(
             cfg.bind,
             task=cfg.task,
@@ -477,7 +485,9 @@ class Learner:
                     batch = sampler.sample(
                         self.rng, cfg.batch_size, num_minibatches=cfg.update_chunk
                     )
-                    self.agent, info = self.agent.update(batch, utd_ratio=cfg.update_chunk)
+                    self.agent, info = self.agent.update(
+                        batch, utd_ratio=cfg.update_chunk, parallel=parallel
+                    )
                     self.updates += cfg.update_chunk
                     update_time += time.perf_counter() - t0
                     if self.updates - last_published >= cfg.publish_every:
@@ -491,6 +501,9 @@ class Learner:
                     self.server.publish_status({"lag": self.lag(), "version": self.version})
                     last_status = now
                 if now - last_log >= cfg.log_every:
+                    # JAX dispatches asynchronously: count only updates that have finished
+                    jax.block_until_ready(self.agent)
+                    now = time.monotonic()
                     ups = (self.updates - log_updates) / max(now - last_log, 1e-9)
                     self._progress(ups)
                     if self.updates > log_updates:
