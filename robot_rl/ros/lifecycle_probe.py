@@ -16,9 +16,11 @@ class LifecycleProbe:
         import rclpy
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
 
         self.context = Context()
-        rclpy.init(context=self.context, args=[])
+        # the caller's Ctrl-C and SIGTERM handling stays its own (up stops its children)
+        rclpy.init(context=self.context, args=[], signal_handler_options=SignalHandlerOptions.NO)
         self.node = rclpy.create_node(name, context=self.context,
                                       start_parameter_services=False)
         self.executor = SingleThreadedExecutor(context=self.context)
