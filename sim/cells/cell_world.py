@@ -99,6 +99,24 @@ class CellWorld:
         self._thread = threading.Thread(target=self._run, name="franky-sim", daemon=True)
         self._thread.start()
 
+    @property
+    def clients(self) -> int:
+        """Connections to the robot's and the hand's servers (the Franka node holds two)."""
+        if self.server is None:
+            return 0
+        servers = [*self.server.robot_servers,
+                   *(rs.gripper_server for rs in self.server.robot_servers
+                     if rs.gripper_server is not None)]
+        return sum(bool(s.tcp_connected) for s in servers)
+
+    def linger(self, timeout: float) -> None:
+        """Keep serving until every client has disconnected, at most ``timeout`` s: a robot
+        stays on while its driver stops the arm and disconnects (a driver that loses its robot
+        in the middle of stopping waits for it)."""
+        deadline = time.monotonic() + timeout
+        while self.alive and self.clients and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def close(self) -> None:
         self._running = False
         if self._thread is not None:

@@ -65,6 +65,9 @@ class CellWorldConfig:
     realtime: bool = param(True, "pace the physics to wall time (false: as fast as it goes)")
     state_rate: float = param(30.0, "rate of the ground truth and state topics (wall Hz)",
                               positive)
+    linger: float = param(10.0, "on stop, keep serving until the Franka node has disconnected, "
+                          "at most this many seconds (a robot stays on while its driver stops)",
+                          positive)
     manage: str = param("", "lifecycle nodes (comma-separated, e.g. /arm/franka_driver, started "
                         "with autostart false) to configure and activate once franky-sim "
                         "serves: the robot is on before its driver connects")
@@ -130,6 +133,7 @@ class CellWorldNode(Node):
         self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
     def destroy_node(self) -> None:
+        self.world.linger(self.config.linger)
         self.world.close()
         super().destroy_node()
 
