@@ -169,5 +169,7 @@ def test_up_robot_runs_the_robot_mode_stack_on_the_simulated_cell(tmp_path):
         for pid in left:
             os.kill(pid, signal.SIGKILL)
     assert code == 130, text[-3000:]
+    learner_log = (run_dir / "logs" / "learner.log").read_text(errors="replace")
+    assert "demos: 2 recorded episodes" in learner_log  # the MCAP demos, no scripted ones
     assert len(descendants) >= 7  # the cell's 5 nodes, the actor and the learner
     assert left == [], f"processes left after Ctrl-C: {left}"
