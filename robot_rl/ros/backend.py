@@ -210,13 +210,17 @@ class RosRobotBackend:
 
     def reset_robot(self) -> str:
         """The driver's reset: to its reset pose (the twin also randomises its scene). An
-        engaged e-stop pauses it (up to ``ready_timeout``) until the operator releases it."""
+        engaged e-stop pauses it (up to ``ready_timeout``) until the operator releases it, and
+        so does a driver still on its way to active (its services answer from configure on,
+        and a loaded machine may take a while from there)."""
         deadline = time.monotonic() + self.config.ready_timeout
         while True:
             response = self._call(Trigger, "reset", Trigger.Request())
             if response.success:
                 break
-            if "e-stop" not in response.message or time.monotonic() > deadline:
+            waiting = any(reason in response.message
+                          for reason in ("e-stop", "not configured", "not active"))
+            if not waiting or time.monotonic() > deadline:
                 raise RuntimeError(f"{self.topic('reset')} refused: {response.message}")
             time.sleep(0.1)
         self._last_tick = None
