@@ -20,12 +20,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from robot_rl.robot_kinds import robot_kind
+
 MODES = ("sim", "robot")
 PARTS = ("nodes", "actor", "learner")
 """Which groups of processes to describe: the robot side's nodes, the actor, the learner."""
 
-TWIN_NODES = {"arm": ("robot_rl.sim.nodes.arm_twin_node", "arm_twin", "/arm"),
-              "car": ("robot_rl.sim.nodes.car_twin_node", "car_twin", "/car")}
 CAMERA_NODE = "robot_rl.sim.nodes.camera_node"
 ACTOR_NODE = "robot_rl.ros.actor_node"
 CLI_MODULE = "robot_rl.cli"
@@ -185,7 +185,8 @@ def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[Pr
 
 
 def twin_processes(cfg: StackConfig, task) -> list[ProcessSpec]:
-    module, name, namespace = TWIN_NODES[task.robot]
+    kind = robot_kind(task.robot)
+    module, name, namespace = kind.twin_node_module, kind.twin_node_name, kind.namespace
     nodes = [ProcessSpec(
         name=name, role="driver", module=module, namespace=namespace,
         parameters={"task": cfg.task, "speedup": float(cfg.speedup), "seed": cfg.seed,

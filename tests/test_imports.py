@@ -1,4 +1,4 @@
-"""The core library imports without ROS 2, MuJoCo or torch."""
+"""The core library imports without ROS 2, MuJoCo, torch or any device library."""
 
 import json
 import subprocess
@@ -16,11 +16,17 @@ CORE_MODULES = [
     "robot_rl.envs.task",
     "robot_rl.runtime.train_loop",
     "robot_rl.tasks",
+    "robot_rl.agents.data_parallel",
+    "robot_rl.robot_kinds",
+    "robot_rl.hardware",
+    "robot_rl.drivers.registry",
+    "robot_rl.drivers.command_guard",
 ]
-HEAVY = ["rclpy", "mujoco", "torch", "pyrealsense2"]
+HEAVY = ["rclpy", "mujoco", "torch", "pyrealsense2", "franky", "franky_sim", "hid", "evdev",
+         "cv2"]
 
 
-def test_core_imports_pull_in_no_ros_mujoco_or_torch():
+def test_core_imports_pull_in_no_ros_mujoco_torch_or_device_library():
     code = (
         "import importlib, json, sys\n"
         f"for name in {CORE_MODULES!r}: importlib.import_module(name)\n"
