@@ -110,7 +110,7 @@ _robot_rl_install() (
     index="$share/ament_index/resource_index/packages"
     indexed=1
     [ -e "$index/robot_rl" ] || indexed=0
-    mkdir -p "$index"
+    mkdir -p "$index" "$share/robot_rl"
     cp "$ROBOT_RL_ROOT/resource/robot_rl" "$index/robot_rl"
     _link() { [ "$(readlink "$2" 2>/dev/null || true)" = "$1" ] || ln -sfn "$1" "$2"; }
     _link "$ROBOT_RL_ROOT/package.xml" "$share/robot_rl/package.xml"

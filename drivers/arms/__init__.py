@@ -1,1 +1,2 @@
-"""Arms driver nodes: one node per file, each a config dataclass plus a node, registered by name."""
+"""Arm driver nodes: one node per file, each a config dataclass plus a node, registered by
+name."""

@@ -1,1 +1,2 @@
-"""Cameras driver nodes: one node per file, each a config dataclass plus a node, registered by name."""
+"""Camera driver nodes: one node per file, each a config dataclass plus a node, registered by
+name."""
