@@ -43,6 +43,9 @@ RESET_TOLERANCE = (0.01, 0.05)
 """The reset pose counts as reached within this (m, rad): an impedance controller settles a few
 millimetres off its reference under unmodelled load."""
 
+RECOVERY_ATTEMPTS = 3
+"""Automatic error recovery is tried this often before clear_error fails."""
+
 
 class ConnectError(RuntimeError):
     """The robot did not answer; the message is one line naming the address."""
@@ -422,16 +425,22 @@ class FrankaLink:
 
     def _recover(self, robot) -> str:
         had = self.fault
-        try:
-            if robot.is_in_control:
-                robot.stop()
-            self._motion = None
-            ok = robot.recover_from_errors()
-        except Exception as error:  # recovery itself refused
-            return f"recovery failed: {first_line(error)}"
-        errors = robot.state.current_errors
-        if not ok or has_errors(errors):
-            return f"recovery failed: {errors!r}"
+        # libfranka's automatic recovery can answer "not done" while the robot is still
+        # leaving the reflex (seen against a slow peer): try again a few times before refusing.
+        for attempt in range(RECOVERY_ATTEMPTS):
+            try:
+                if robot.is_in_control:
+                    robot.stop()
+                self._motion = None
+                ok = robot.recover_from_errors()
+            except Exception as error:  # recovery itself refused
+                return f"recovery failed: {first_line(error)}"
+            errors = robot.state.current_errors
+            if ok and not has_errors(errors):
+                break
+            if attempt + 1 == RECOVERY_ATTEMPTS:
+                return f"recovery failed after {RECOVERY_ATTEMPTS} attempts: {errors!r}"
+            time.sleep(0.2)
         self.fault = ""
         self.mode = HOLDING
         return f"cleared: {had}" if had else "no fault"
