@@ -11,7 +11,7 @@ ruff_status=0
 # Run the tests even when lint fails, so one run reports both. pytest's 5 (nothing collected)
 # is non-zero, so a filter that matches no test fails too.
 pytest_status=0
-"$ROBOT_RL_VENV/bin/python" -m pytest "$@" || pytest_status=$?
+"$ROBOT_RL_VENV/bin/python" -m pytest --durations=15 "$@" || pytest_status=$?
 
 if [ "$ruff_status" -ne 0 ] || [ "$pytest_status" -ne 0 ]; then
     echo "test.sh: FAILED (ruff exit $ruff_status, pytest exit $pytest_status)" >&2
