@@ -1,5 +1,5 @@
-"""Franka FR3/Panda arm driver: the arm's topic contract (DESIGN.md) over libfranka, so the
-actor's ROS backend cannot tell it from the arm twin.
+"""Franka FR3/Panda arm driver: the arm's topic contract (docs/ARCHITECTURE.md) over libfranka, so
+the actor's ROS backend cannot tell it from the arm twin.
 
     robot-rl-franka --ros-args -r __ns:=/arm -p robot_ip:=172.16.0.2
 

@@ -1,4 +1,5 @@
-"""Backend readings as the robot's own ROS 2 topics (DESIGN.md's contract), as plain dicts.
+"""Backend readings as the robot's own ROS 2 topics (the contract in docs/ARCHITECTURE.md), as
+plain dicts.
 
 A recording carries these so that ``ros2 bag`` and Foxglove show a demonstration the way the
 drivers publish it. They are for people and tools: the demonstration buffer is rebuilt from the

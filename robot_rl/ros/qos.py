@@ -1,4 +1,5 @@
-"""The QoS profiles of the topic contract (DESIGN.md), in one place so no node picks its own.
+"""The QoS profiles of the topic contract (docs/ARCHITECTURE.md), in one place so no node picks
+its own.
 
 Sensor streams are best effort with a shallow queue: a late image is worth less than the next
 one, and a reliable stream would stall behind a lost sample. Commands and teleop are reliable

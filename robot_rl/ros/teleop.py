@@ -1,7 +1,7 @@
 """A ``TeleopSource`` fed by the teleop topics, so any device node plugs in (SpaceMouse,
 gamepad, keyboard): it only has to publish ``/teleop/twist`` and ``/teleop/joy``.
 
-Topic convention (DESIGN.md, reliable, depth 1):
+Topic convention (docs/ARCHITECTURE.md, reliable, depth 1):
   - ``/teleop/twist`` (geometry_msgs/TwistStamped): the device's deflection per axis, normalised
     to [-1, 1] (full deflection = the task's largest step), in the frame the intervention
     wrapper is configured for (base, or tool with ``frame="tool"``);

@@ -1,5 +1,5 @@
 """The arm twin as a ROS 2 driver: the topics, services and safety of a real arm driver
-(DESIGN.md), served from the MuJoCo arm twin.
+(docs/ARCHITECTURE.md), served from the MuJoCo arm twin.
 
 Publishes (in its namespace, e.g. ``/arm``): ``joint_states``, ``ee_pose``, ``ee_twist``,
 ``ee_wrench``, ``gripper/joint_states`` (one joint, ``gripper``: 0 open .. 1 closed), on

@@ -1,4 +1,4 @@
-"""The RC car twin as a ROS 2 driver (DESIGN.md): ``odom`` (nav_msgs/Odometry, body-frame
+"""The RC car twin as a ROS 2 driver (docs/ARCHITECTURE.md): ``odom`` (nav_msgs/Odometry, body-frame
 twist) and ``imu`` on sensor-data QoS; ``cmd_vel`` (Twist: linear.x speed m/s, angular.z yaw
 rate rad/s, reliable depth 1), turned into a steering angle with the car's Ackermann geometry;
 the twin-only wall contact on ``/sim/collision`` (std_msgs/Bool).
