@@ -8,6 +8,17 @@ import time
 from collections import defaultdict
 
 
+def image_pixels(msg):
+    """An Image message's pixels as an array (the library's own conversion)."""
+    from robot_rl.ros.convert import image_to_array
+
+    return image_to_array(msg)
+
+
+def stamp_seconds(msg) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
 def wait_until(predicate, timeout: float = 60.0, what: str = "condition") -> None:
     """Poll ``predicate`` until it holds; generous bounds, the machine may be loaded."""
     deadline = time.monotonic() + timeout

@@ -24,3 +24,19 @@ def procs(tmp_path):
     processes = Processes(tmp_path)
     yield processes
     processes.close()
+
+
+@pytest.fixture
+def harness_factory():
+    """Camera driver harnesses (tests/camera_helpers.py), each closed at teardown."""
+    from camera_helpers import CameraHarness
+
+    made = []
+
+    def build(*args, **kwargs):
+        made.append(CameraHarness(*args, **kwargs))
+        return made[-1]
+
+    yield build
+    for harness in made:
+        harness.close()

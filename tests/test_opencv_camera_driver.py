@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from camera_helpers import CameraHarness, wait_until
+from camera_helpers import CameraHarness, image_pixels, stamp_seconds, wait_until
 
 cv2 = pytest.importorskip("cv2")
 pytest.importorskip("rclpy")
@@ -63,31 +63,8 @@ def _node_factory(source: str, autostart: bool = True, **params):
     return make
 
 
-@pytest.fixture
-def harness_factory():
-    made = []
-
-    def build(*args, **kwargs):
-        made.append(CameraHarness(*args, **kwargs))
-        return made[-1]
-
-    yield build
-    for harness in made:
-        harness.close()
-
-
-def _pixels(msg) -> np.ndarray:
-    from robot_rl.ros.convert import image_to_array
-
-    return image_to_array(msg)
-
-
-def _stamp(msg) -> float:
-    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-
-
 def _marker(msg) -> int:
-    return round(int(_pixels(msg)[0, 0, 2]) / 5)
+    return round(int(image_pixels(msg)[0, 0, 2]) / 5)
 
 
 def test_a_file_plays_cropped_resized_once_and_its_end_is_reported_stalled(video,
@@ -101,7 +78,7 @@ def test_a_file_plays_cropped_resized_once_and_its_end_is_reported_stalled(video
     image = images[-1]
     assert (image.encoding, image.width, image.height) == ("rgb8", 60, 60)
     rows, cols = np.mgrid[0:60, 0:60]
-    pixels = _pixels(image)
+    pixels = image_pixels(image)
     assert np.array_equal(pixels[..., 0], (8 + cols) * 2)  # the crop starts at tile column 8
     assert np.array_equal(pixels[..., 1], rows * 2)
 
@@ -110,7 +87,7 @@ def test_a_file_plays_cropped_resized_once_and_its_end_is_reported_stalled(video
     assert published in (FRAMES - 1, FRAMES)
     markers = [_marker(m) for m in images]
     assert markers == sorted(set(markers))  # in the file's order, none twice
-    stamps = [_stamp(m) for m in images]
+    stamps = [stamp_seconds(m) for m in images]
     assert stamps == sorted(set(stamps))
 
     info = harness.get("camera_info")[-1]
@@ -138,7 +115,7 @@ def test_a_looping_file_plays_again(video, harness_factory):
     wait_until(lambda: FRAMES - 1 in markers() and markers()[-1] < FRAMES - 1, 120,
                "the file to start again")
     assert harness.get("image_raw")[-1].width == 120  # no resize: the crop's size
-    stamps = [_stamp(m) for m in harness.get("image_raw")]
+    stamps = [stamp_seconds(m) for m in harness.get("image_raw")]
     assert stamps == sorted(set(stamps))
 
 

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("pyrealsense2")
 pytest.importorskip("rclpy")
 
-from camera_helpers import CameraHarness, wait_until
+from camera_helpers import image_pixels, stamp_seconds, wait_until
 
 from robot_rl.drivers.cameras.image_pipeline import Intrinsics
 
@@ -104,29 +104,6 @@ def _node_factory(devices, depth: bool = False, autostart: bool = True, **params
     return make
 
 
-@pytest.fixture
-def harness_factory():
-    made = []
-
-    def build(*args, **kwargs):
-        made.append(CameraHarness(*args, **kwargs))
-        return made[-1]
-
-    yield build
-    for harness in made:
-        harness.close()
-
-
-def _pixels(msg) -> np.ndarray:
-    from robot_rl.ros.convert import image_to_array
-
-    return image_to_array(msg)
-
-
-def _stamp(msg) -> float:
-    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-
-
 def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(harness_factory):
     camera = _software_camera(depth=True)
     harness = harness_factory(_node_factory(lambda: [camera.device], depth=True,
@@ -143,14 +120,14 @@ def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(ha
                  if (m.header.stamp.sec, m.header.stamp.nanosec) in infos)
     info = infos[(image.header.stamp.sec, image.header.stamp.nanosec)]
     assert (image.encoding, image.width, image.height) == ("rgb8", 120, 120)
-    pixels = _pixels(image)
+    pixels = image_pixels(image)
     rows, cols = np.mgrid[0:120, 0:120]
     assert np.array_equal(pixels[..., 0], 20 + cols)  # the crop starts at tile column 80 / 4
     assert np.array_equal(pixels[..., 1], rows)
     marker = int(pixels[0, 0, 2])
     assert np.all(pixels[..., 2] == marker)
     # the header stamp is the frame's own timestamp (global_time: the host's clock)
-    assert _stamp(image) == pytest.approx(feeder.stamps[marker] / 1000.0, abs=1e-6)
+    assert stamp_seconds(image) == pytest.approx(feeder.stamps[marker] / 1000.0, abs=1e-6)
 
     assert (info.width, info.height, info.distortion_model) == (120, 120, "plumb_bob")
     expected = [612.0 / 4, 0.0, (318.5 - 80 + 0.5) / 4 - 0.5,
@@ -161,7 +138,7 @@ def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(ha
 
     depth = harness.get("depth/image_raw")[-1]
     assert (depth.encoding, depth.width, depth.height) == ("16UC1", 120, 120)
-    assert np.array_equal(_pixels(depth), 500 + 20 + cols)  # millimetres, nearest tiles
+    assert np.array_equal(image_pixels(depth), 500 + 20 + cols)  # millimetres, nearest tiles
     assert depth.header.frame_id == "realsense_optical_frame_depth"  # the depth camera's view
     depth_info = harness.get("depth/camera_info")[-1]
     assert depth_info.k[0] == pytest.approx(100.0, abs=1e-4)  # its own intrinsics, adjusted
@@ -179,7 +156,7 @@ def test_aligned_depth_is_seen_from_the_colour_camera(harness_factory):
         feeder.stop()
     depth = harness.get("depth/image_raw")[-1]
     assert depth.header.frame_id == harness.get("image_raw")[-1].header.frame_id
-    values = _pixels(depth)
+    values = image_pixels(depth)
     assert values.shape == (120, 120) and set(np.unique(values)) <= {0, 1000}
     assert np.mean(values == 1000) > 0.99  # the wider depth view covers the whole colour view
     depth_info = harness.get("depth/camera_info")[-1]
@@ -196,7 +173,7 @@ def test_hardware_clock_frames_are_stamped_on_the_host_clock(harness_factory):
         wait_until(lambda: len(harness.get("image_raw")) >= 10, 90, "images")
     finally:
         feeder.stop()
-    stamps = [_stamp(m) for m in harness.get("image_raw")]
+    stamps = [stamp_seconds(m) for m in harness.get("image_raw")]
     assert stamps == sorted(set(stamps))  # strictly increasing
     assert began - 1.0 < stamps[0] and stamps[-1] <= time.time()
 
@@ -207,7 +184,7 @@ def test_stale_and_repeated_frames_are_never_published(harness_factory):
                                             reconnect_after=60.0))
 
     def markers():
-        return [int(_pixels(m)[0, 0, 2]) for m in harness.get("image_raw")]
+        return [int(image_pixels(m)[0, 0, 2]) for m in harness.get("image_raw")]
 
     def feed_until_published(marker):
         # the pipeline may drop a frame while it starts: feed a fresh one until one arrives
@@ -223,8 +200,8 @@ def test_stale_and_repeated_frames_are_never_published(harness_factory):
         wait_until(published, 60, f"frame {marker}")
 
     feed_until_published(1)
-    first = next(m for m in harness.get("image_raw") if int(_pixels(m)[0, 0, 2]) == 1)
-    stamp_ms = _stamp(first) * 1000.0
+    first = next(m for m in harness.get("image_raw") if int(image_pixels(m)[0, 0, 2]) == 1)
+    stamp_ms = stamp_seconds(first) * 1000.0
     gate = harness.node._gates["color"]
     # one at a time: the pipeline's frame queue keeps only the newest frame
     for marker, stale_stamp_ms in ((2, stamp_ms),  # a repeated timestamp
@@ -241,7 +218,7 @@ def test_stale_and_repeated_frames_are_never_published(harness_factory):
     assert "s old (bound 1.000 s)" in harness.node.last_drop
     feed_until_published(5)
     assert 2 not in markers() and 3 not in markers() and 4 not in markers()
-    stamps = [_stamp(m) for m in harness.get("image_raw")]
+    stamps = [stamp_seconds(m) for m in harness.get("image_raw")]
     assert stamps == sorted(set(stamps))  # in order, and no frame published twice
     harness.wait_for_status(lambda s: int(dict((v.key, v.value) for v in s.values)
                                           ["dropped_stale"]) >= 3, 30, "the drops in diagnostics")
