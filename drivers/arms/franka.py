@@ -56,6 +56,7 @@ from robot_rl.drivers.arms.franka_safety import (
 )
 from robot_rl.drivers.arms.franka_state import ArmState
 from robot_rl.drivers.config import length, param, positive
+from robot_rl.ros.arm_contract import ARM_JOINTS, BASE_FRAME, FLANGE_FRAME, GRIPPER_JOINT
 from robot_rl.ros.convert import (
     array_to_twist_stamped,
     array_to_wrench_stamped,
@@ -67,11 +68,6 @@ from robot_rl.ros.convert import (
 )
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
-
-ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
-GRIPPER_JOINT = "gripper"
-BASE_FRAME = "base"
-FLANGE_FRAME = "flange"
 
 six_positive = (lambda v: len(v) == 6 and all(x > 0 for x in v),
                 "must be 6 values, all > 0")

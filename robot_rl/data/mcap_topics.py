@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_rl.ros.arm_contract import ARM_JOINTS, ARM_NAMESPACE, BASE_FRAME, FLANGE_FRAME
+
 IMAGE_TYPE = "sensor_msgs/msg/Image"
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 POSE_TYPE = "geometry_msgs/msg/PoseStamped"
 TWIST_TYPE = "geometry_msgs/msg/TwistStamped"
 WRENCH_TYPE = "geometry_msgs/msg/WrenchStamped"
 
-ARM_NAMESPACE = "/arm"
-BASE_FRAME = "base"
-FLANGE_FRAME = "flange"
-ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
 
 
 def camera_topic(camera: str) -> str:

@@ -1,1 +1,1 @@
-"""Gymnasium environments over a robot backend and their wrappers (later issues)."""
+"""Gymnasium environments over a robot backend, and their wrappers."""

@@ -1,1 +1,1 @@
-"""Reset procedures: scripted, forward-backward, autonomous recovery (later issues)."""
+"""Reset procedures: scripted, forward-backward, autonomous recovery."""

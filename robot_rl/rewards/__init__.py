@@ -1,1 +1,1 @@
-"""Reward functions and the learned reward classifier (later issues)."""
+"""Reward functions and the learned reward classifier."""

@@ -29,11 +29,10 @@ from std_srvs.srv import SetBool, Trigger
 from robot_rl.envs.backend import Command, Reading, StaleReadingError
 from robot_rl.robot_kinds import resolve, robot_kind
 from robot_rl.ros import convert
+from robot_rl.ros.arm_contract import ARM_JOINTS
 from robot_rl.ros.config import RosBackendConfig
 from robot_rl.ros.qos import command_qos, sensor_qos
 from robot_rl.ros.sync import TopicHistory, synchronise
-
-ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
 
 
 def fit_image(image: np.ndarray, size: int) -> np.ndarray:

@@ -17,6 +17,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 from robot_rl.envs.backend import Reading
+from robot_rl.ros.arm_contract import (
+    ARM_JOINTS,
+    BASE_FRAME,
+    FLANGE_FRAME,
+    GRIPPER_JOINT,
+)
 from robot_rl.ros.convert import (
     array_to_twist_stamped,
     array_to_wrench_stamped,
@@ -28,12 +34,6 @@ from robot_rl.ros.convert import (
 from robot_rl.ros.node_base import main_for
 from robot_rl.ros.qos import command_qos, sensor_qos
 from robot_rl.sim.nodes.twin_driver import TwinDriverNode
-
-ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
-GRIPPER_JOINT = "gripper"
-BASE_FRAME = "base"
-TCP_FRAME = "tcp"
-FLANGE_FRAME = "flange"
 
 
 class ArmTwinNode(TwinDriverNode):

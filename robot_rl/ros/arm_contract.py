@@ -1,0 +1,9 @@
+"""The names in the arm's topic contract (docs/ARCHITECTURE.md): joint names and frames, shared
+by the drivers, the twin, the ROS backend and MCAP recordings. Pure: no rclpy."""
+
+ARM_NAMESPACE = "/arm"
+ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
+GRIPPER_JOINT = "gripper"
+BASE_FRAME = "base"
+TCP_FRAME = "tcp"
+FLANGE_FRAME = "flange"
