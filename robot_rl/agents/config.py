@@ -102,24 +102,3 @@ def rlpd_config(**overrides) -> AgentConfig:
     return AgentConfig(num_critics=10, critic_subsample=2, critic_layer_norm=True).replace(
         **overrides
     )
-
-
-def serl_config(**overrides) -> AgentConfig:
-    """SERL / HIL-SERL style: 2 critics, min over both, several critic updates per actor update."""
-    return AgentConfig(
-        num_critics=2, critic_subsample=2, critic_layer_norm=True, critic_actor_ratio=4
-    ).replace(**overrides)
-
-
-def hil_serl_config(**overrides) -> AgentConfig:
-    """HIL-SERL: frozen ResNet-10 with learned spatial pooling and a discrete gripper critic."""
-    return serl_config(
-        encoder="resnet10",
-        encoder_frozen=True,
-        pooling="spatial_learned",
-        bottleneck_dim=256,
-        gripper=True,
-    ).replace(**overrides)
-
-
-PRESETS = {"rlpd": rlpd_config, "serl": serl_config, "hil-serl": hil_serl_config}

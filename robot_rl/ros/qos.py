@@ -53,8 +53,5 @@ def state_qos() -> QoSProfile:
     return sensor_qos(1)
 
 
-SENSOR_QOS = sensor_qos()
-COMMAND_QOS = command_qos()
-TELEOP_QOS = teleop_qos()
 DIAGNOSTICS_DEPTH = 10
 """``/diagnostics`` uses the default profile (reliable, depth 10), as ROS tools expect."""
