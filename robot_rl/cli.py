@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from robot_rl.errors import UserError
+
 # name -> (module, config class in that module, one-line description)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": (
@@ -151,6 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(module.run(config) or 0)
     except SystemExit as err:  # --help, a bad option, or a command that calls sys.exit
         return _exit_code(err)
+    except UserError as err:  # bad input: one line, no traceback (robot_rl/errors.py)
+        print(f"{PROG} {name}: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

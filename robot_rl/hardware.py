@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from robot_rl.errors import UserError
 from robot_rl.robot_kinds import ROBOT_KINDS
 
 NODE_ROLES = ("driver", "camera", "teleop")
@@ -24,7 +25,7 @@ _NAMESPACE = re.compile(r"^(/[A-Za-z][A-Za-z0-9_]*)+$")
 _EXECUTABLE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$")
 
 
-class HardwareError(ValueError):
+class HardwareError(UserError):
     """A hardware file that cannot describe a stack; the message names the file and key."""
 
 

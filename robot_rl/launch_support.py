@@ -13,6 +13,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 
+from robot_rl.errors import UserError
 from robot_rl.stack import PARTS, ProcessSpec, StackConfig, stack_processes
 
 RESPAWN_DELAY = 2.0
@@ -25,7 +26,7 @@ SIGKILL_TIMEOUT = 5.0
 """Seconds after SIGTERM before SIGKILL (a process that ignores both is broken)."""
 
 
-class MissingDrivers(RuntimeError):
+class MissingDrivers(UserError, RuntimeError):
     """The hardware file names driver executables that are not installed; launch prints the
     message as its one error line and exits non-zero."""
 

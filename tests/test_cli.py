@@ -144,3 +144,13 @@ def test_strict_fails_only_when_a_required_piece_is_not_ok():
     assert exit_code(jax_missing, strict=True) == 1
     assert exit_code(jax_missing, strict=False) == 0
     assert exit_code(optional_missing, strict=True) == 0
+
+
+def test_a_user_error_is_one_line_on_stderr_and_exit_2(tmp_path):
+    """Any UserError a command raises reaches the user as one line and exit code 2."""
+    proc = robot_rl("convert-encoder", str(tmp_path / "no.pkl"), str(tmp_path / "out.bin"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"robot-rl convert-encoder: error: {tmp_path / 'out.bin'} must end in .safetensors"
+    ]
+    assert "Traceback" not in proc.stdout + proc.stderr

@@ -113,9 +113,9 @@ def test_a_path_that_is_not_a_run_directory_exits_2(tmp_path, what):
         (path / "logs").mkdir(parents=True)
     proc = robot_rl("report", str(path), timeout=120)
     assert proc.returncode == 2
-    assert f"not a run directory: {path}" in proc.stdout
+    assert f"not a run directory: {path}" in proc.stderr
     if what == "empty":
-        assert "expected config.json, metrics.jsonl, eval.jsonl" in proc.stdout
+        assert "expected config.json, metrics.jsonl, eval.jsonl" in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not (path / "report.html").exists()
 

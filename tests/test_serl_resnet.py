@@ -98,7 +98,7 @@ def test_a_pickle_that_would_run_code_is_refused_without_running_it(tmp_path, ca
     params["conv_init"]["kernel"] = Exploit(marker)  # hidden deep inside a real-looking tree
     src.write_bytes(pickle.dumps(params))
     assert main(["convert-encoder", str(src), str(tmp_path / "out.safetensors")]) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # robot_rl.cli prints a UserError on stderr
     assert f"{os.system.__module__}.system" in out and "refused, nothing in it was run" in out
     assert len(out.strip().splitlines()) == 1
     assert not marker.exists() and not (tmp_path / "out.safetensors").exists()
@@ -114,7 +114,7 @@ def test_a_file_that_is_not_this_trunk_is_refused_naming_the_tensor(tmp_path, ca
     src.write_bytes(pickle.dumps(params))
     assert main(["convert-encoder", str(src), str(tmp_path / "x.safetensors")]) == 2
     assert "params/ResNetBlock_2/Conv_1/kernel' has shape (3, 3, 256, 128)" in (
-        capsys.readouterr().out)
+        capsys.readouterr().err)
     with pytest.raises(EncoderWeightsError, match="convert it first"):
         load_trunk_weights(src, "serl_resnet10")
 

@@ -22,6 +22,7 @@ import numpy as np
 from flax import serialization
 
 from robot_rl.agents.config import AgentConfig
+from robot_rl.errors import UserError
 
 AGENT_FILE = "agent.msgpack"
 CONFIG_FILE = "config.json"
@@ -29,7 +30,7 @@ META_FILE = "meta.json"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(UserError, RuntimeError):
     pass
 
 

@@ -23,12 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from robot_rl.agents.config import AgentConfig
+from robot_rl.errors import UserError
 
 PROBE_IMAGE_SIDE = 64
 """Image side used to learn a trunk's variable shapes (they do not depend on it)."""
 
 
-class EncoderWeightsError(ValueError):
+class EncoderWeightsError(UserError):
     """The file cannot be the configured trunk's weights; the message says why."""
 
 

@@ -15,6 +15,8 @@ from typing import Literal
 import tyro
 from rich.console import Console
 
+from robot_rl.errors import UserError
+
 
 @dataclass
 class ConvertEncoderConfig:
@@ -29,22 +31,19 @@ class ConvertEncoderConfig:
 
 
 def run(config: ConvertEncoderConfig) -> int:
-    console = Console(soft_wrap=True)
-    from robot_rl.agents.encoders.serl_import import UnsafePickleError, convert_serl_pickle
-    from robot_rl.agents.pretrained import EncoderWeightsError, weights_sha256
+    from robot_rl.agents.encoders.serl_import import convert_serl_pickle
+    from robot_rl.agents.pretrained import weights_sha256
 
     dst = Path(config.dst)
     if dst.suffix.lower() != ".safetensors":
-        console.print(f"[red]error:[/] {dst} must end in .safetensors")
-        return 2
+        raise UserError(f"{dst} must end in .safetensors")
     if dst.exists() and not config.force:
-        console.print(f"[red]error:[/] {dst} exists; pass --force to overwrite it")
-        return 2
+        raise UserError(f"{dst} exists; pass --force to overwrite it")
     try:
         path, count = convert_serl_pickle(config.src, dst, config.trunk)
-    except (UnsafePickleError, EncoderWeightsError, FileNotFoundError) as err:
-        console.print(f"[red]error:[/] {err}")
-        return 2
+    except FileNotFoundError as err:
+        raise UserError(str(err)) from None
+    console = Console(soft_wrap=True)
     console.print(
         f"[bold]converted[/] {count / 1e6:.2f}M parameters -> {path} (sha256 "
         f"{weights_sha256(path)[:12]}); use: --agent.encoder {config.trunk} "

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from robot_rl.errors import UserError
+
 
 @dataclass
 class ReportConfig:
@@ -24,7 +26,6 @@ class ReportConfig:
 def run(config: ReportConfig) -> int:
     from robot_rl.runtime.run_report import (
         EVAL_HEADERS,
-        NotARunDir,
         eval_rows,
         load_run,
         missing,
@@ -34,9 +35,8 @@ def run(config: ReportConfig) -> int:
     console = Console(soft_wrap=True)
     try:
         result = load_run(config.run_dir)
-    except (NotARunDir, OSError) as err:
-        console.print(f"[red]error:[/] {escape(str(err))}")
-        return 2
+    except OSError as err:
+        raise UserError(str(err)) from None
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     console.print(f"[bold]report[/] {escape(result.title)}: {result.kind}")
@@ -51,8 +51,7 @@ def run(config: ReportConfig) -> int:
     try:
         written = write_report(result, out_dir)
     except OSError as err:
-        console.print(f"[red]error:[/] cannot write the report to {escape(str(out_dir))}: {err}")
-        return 2
+        raise UserError(f"cannot write the report to {out_dir}: {err}") from None
     console.print(f"written: {written['report']}")
     if written["curves"]:
         console.print(f"written: {written['curves']}")

@@ -44,6 +44,7 @@ from robot_rl.data.spaces_json import (
     dict_space_from_json,
     dict_space_to_json,
 )
+from robot_rl.errors import UserError
 
 FORMAT = "robot_rl.demo/1"
 METADATA_NAME = "robot_rl.episode"
@@ -57,7 +58,7 @@ FLOAT_TYPE = "std_msgs/msg/Float32"
 BOOL_TYPE = "std_msgs/msg/Bool"
 
 
-class DemoFormatError(ValueError):
+class DemoFormatError(UserError):
     """A file that is not a robot_rl demonstration, or one that does not fit the buffer."""
 
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from robot_rl.errors import UserError
 from robot_rl.runtime.plots import draw_curves
 
 RUN_FILES = ("config.json", "metrics.jsonl", "eval.jsonl")
@@ -32,7 +33,7 @@ _STEP_DIR = re.compile(r"^step_(\d+)$")
 _PARTIAL_STEP_DIR = re.compile(r"^\.tmp_step_(\d+)_\d+$")  # a checkpoint write cut short
 
 
-class NotARunDir(ValueError):
+class NotARunDir(UserError):
     """The path holds none of the files a run writes."""
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from robot_rl.errors import UserError
 
-class UnsafePickleError(ValueError):
+
+class UnsafePickleError(UserError):
     """The pickle asks for something other than plain data; nothing of it was run."""
 
 

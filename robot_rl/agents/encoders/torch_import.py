@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from robot_rl.agents.encoders.resnet import RESNET10_STAGES, STEM_WIDTH
+from robot_rl.errors import UserError
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 # Wrappers that commonly put the encoder under a name: DataParallel, agents, timm/lightning.
@@ -24,7 +25,7 @@ KNOWN_PREFIX_PARTS = ("module", "encoder", "backbone", "model")
 NESTED_STATE_DICT_KEYS = ("state_dict", "model_state_dict", "model")
 
 
-class WeightImportError(ValueError):
+class WeightImportError(UserError):
     """The weights are not a ResNet-10 state dict this trunk can hold; the message says why."""
 
 
