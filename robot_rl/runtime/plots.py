@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
-def _read_jsonl(path: Path) -> list[dict]:
-    """The records of a JSON-lines file; a malformed line (a run killed mid-write leaves its last
-    line torn, and a resumed run appends after it) is skipped: curves must not stop a run."""
-    from robot_rl.runtime.run_report import read_jsonl
-
-    return read_jsonl(path, warnings=[])
+from robot_rl.runtime.step_records import read_jsonl
 
 
 def plot_curves(run_dir: str | Path, out_name: str = "curves.png") -> Path | None:
     """Write run_dir/curves.png from eval.jsonl and metrics.jsonl; None if there is no data."""
     run_dir = Path(run_dir)
-    evals = _read_jsonl(run_dir / "eval.jsonl")
-    metrics = _read_jsonl(run_dir / "metrics.jsonl")
+    # A malformed line (a run killed mid-write, then resumed) is skipped: curves never stop a run.
+    evals = read_jsonl(run_dir / "eval.jsonl", warnings=[])
+    metrics = read_jsonl(run_dir / "metrics.jsonl", warnings=[])
     return draw_curves(evals, metrics, run_dir / out_name, title=run_dir.name)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from robot_rl.errors import UserError
 from robot_rl.runtime.plots import draw_curves
+from robot_rl.runtime.step_records import read_jsonl
 
 RUN_FILES = ("config.json", "metrics.jsonl", "eval.jsonl")
 LEARNER_DIR = "learner"
@@ -69,30 +70,6 @@ class Run:
         if self.config is not None and self.config.get("task"):
             parts.append(str(self.config["task"]))
         return self.root.name + (f" ({', '.join(parts)})" if parts else "")
-
-
-def read_jsonl(path: Path, warnings: list[str]) -> list[dict]:
-    """The JSON objects of a JSON-lines file that have a "step"; others are skipped, warned."""
-    if not path.is_file():
-        return []
-    lines = path.read_text(errors="replace").splitlines()
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            torn = (
-                " (a torn last line: the run was stopped mid-write)" if number == len(lines) else ""
-            )
-            warnings.append(f"{path}: line {number}: malformed JSON skipped ({err.msg}){torn}")
-            continue
-        if not isinstance(record, dict) or not isinstance(record.get("step"), (int, float)):
-            warnings.append(f"{path}: line {number}: no numeric 'step', skipped")
-            continue
-        records.append(record)
-    return records
 
 
 def _read_json(path: Path, warnings: list[str]) -> dict | list | None:
