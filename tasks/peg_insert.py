@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.envs.arm_geometry import down_quat, position_step, wrap, yaw_of
 from robot_rl.envs.backend import Backend, Command, Reading
 from robot_rl.envs.task import Task, register_task
 from robot_rl.resets.arm_reset import (
@@ -26,7 +27,6 @@ from robot_rl.resets.arm_reset import (
     move_to_reset_pose,
     regrasp,
 )
-from robot_rl.tasks._arm import down_quat, position_step, wrap, yaw_of
 
 PEG_TIP_BELOW_TCP = 0.045
 """The peg's tip sits this far below the TCP (the gripper holds it by its upper half)."""

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.envs.arm_geometry import down_quat, position_step
 from robot_rl.envs.backend import Backend, Command, Reading
 from robot_rl.envs.task import Task, register_task
 from robot_rl.resets.arm_reset import ArmResetPose, reset_arm
-from robot_rl.tasks._arm import down_quat, position_step
 
 TABLE_Z = 0.0
 CUBE_HALF = 0.025

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_rl.envs.arm_geometry import down_quat
 from robot_rl.envs.intervention import OperatorCommand
-from robot_rl.tasks._arm import down_quat
 
 
 class KinematicArm:

@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from robot_rl.envs.arm_geometry import down_quat, yaw_of
 from robot_rl.resets.arm_reset import (
     ArmResetPose,
     GraspFailedError,
@@ -13,7 +14,6 @@ from robot_rl.resets.arm_reset import (
     regrasp,
     reset_arm,
 )
-from robot_rl.tasks._arm import down_quat, yaw_of
 
 FINGER_SPAN = 0.08
 """The fake gripper's full opening (m), as the twin's and the Franka's."""

@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("mujoco")
 
+from robot_rl.envs.arm_geometry import down_quat
 from robot_rl.envs.task import make_task
 from robot_rl.sim import make_expert, make_twin_env
 from robot_rl.sim.arm_scenes import build_scene
 from robot_rl.sim.arm_twin import MAX_STEP, WORKSPACE_HIGH, WORKSPACE_LOW, ArmTwin
-from robot_rl.tasks._arm import down_quat
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robot_rl.envs.arm_geometry import down_quat
 from robot_rl.envs.backend import ArmBackend, Reading
 
 GRIPPER_CLOSED_READING = 0.1
@@ -32,13 +33,6 @@ GRIPPER_CLOSED_READING = 0.1
 
 class GraspFailedError(RuntimeError):
     """The gripper reading says the fingers did not stop on the object (or lost it lifting)."""
-
-
-def _down_quat(yaw: float) -> np.ndarray:
-    # The tasks' tool-down convention; imported on use because the task modules import this one.
-    from robot_rl.tasks._arm import down_quat
-
-    return down_quat(yaw)
 
 
 def kept_gripper(reading: Reading) -> float:
@@ -114,7 +108,7 @@ def move_to_reset_pose(
 ) -> tuple[np.ndarray, float]:
     """Draw the randomised reset pose and go there; returns the drawn TCP position and yaw."""
     pos, yaw = pose.sample(rng)
-    travel(backend, pos, _down_quat(yaw), pose.gripper, pose.clearance)
+    travel(backend, pos, down_quat(yaw), pose.gripper, pose.clearance)
     return pos, yaw
 
 
@@ -214,7 +208,7 @@ def regrasp(backend: ArmBackend, spec: GraspSpec) -> Reading:
     and the arm backs off straight up. Raises GraspFailedError after ``spec.attempts``.
     """
     pick = np.asarray(spec.pick_pos, np.float64)
-    quat = _down_quat(spec.pick_yaw)
+    quat = down_quat(spec.pick_yaw)
     if backend.is_simulated and spec.twin_object is None:
         return backend.read()
     reading = lift_clear(backend, spec.clearance)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from robot_rl.envs.arm_geometry import wrap, yaw_of
 from robot_rl.sim.experts import register_expert
-from robot_rl.tasks._arm import wrap, yaw_of
 from robot_rl.tasks.peg_insert import SQUARE
 
 

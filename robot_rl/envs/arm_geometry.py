@@ -1,5 +1,6 @@
-"""Helpers shared by the arm tasks: the tool-down orientation and yaw, position-delta scaling
-with the task's safety box. Pure numpy: usable on the robot without MuJoCo."""
+"""Arm geometry shared by the arm tasks, their experts and the arm reset: the tool-down
+orientation and yaw, position-delta scaling with the task's safety box. Pure numpy: usable on
+the robot without MuJoCo."""
 
 from __future__ import annotations
 
