@@ -51,6 +51,8 @@ DEVICES: dict[str, DeviceType] = {
                    "gamepad over evdev"),
         DeviceType("keyboard", "teleop", "robot-rl-keyboard-teleop",
                    "robot_rl.drivers.teleop.keyboard", "terminal keyboard"),
+        DeviceType("vesc", "car", "robot-rl-vesc", "robot_rl.drivers.car.vesc",
+                   "VESC motor controller over serial: motor, steering servo, odometry, IMU"),
         # the simulated FR3 cell (sim/cells): one executable, its part chosen by `part`
         DeviceType("fr3_sim_cell", "arm", "robot-rl-fr3-sim-cell", "robot_rl.sim.cells.fr3_cell",
                    "simulated FR3 cell's world: franky-sim (libfranka protocol on loopback)"),

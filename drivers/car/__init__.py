@@ -1,0 +1,1 @@
+"""Car drivers: the VESC motor controller (motor and steering servo) and the car's IMU."""

@@ -1,0 +1,335 @@
+"""VESC motor controller node: the car's topic contract (docs/ARCHITECTURE.md) over the VESC's
+serial protocol (``vesc_protocol``: our own framing, see there why not pyvesc), so the actor's
+ROS backend cannot tell the car from the car twin.
+
+    robot-rl-vesc --ros-args -r __ns:=/car -p port:=/dev/ttyACM0
+
+Subscribes ``cmd_vel`` (Twist: linear.x speed m/s, angular.z yaw rate rad/s; reliable, depth 1).
+The speed becomes an ERPM set-point (COMM_SET_RPM, ``mode: rpm``) or a duty cycle (COMM_SET_DUTY,
+``mode: duty``), clipped to ``max_erpm`` / ``max_duty``; the yaw rate becomes a bicycle-model
+steering angle (``wheelbase``), clipped to ``max_steering``, and a servo position
+(COMM_SET_SERVO_POS) clipped to ``servo_min``..``servo_max`` around ``servo_centre``.
+
+Publishes (sensor-data QoS) ``odom`` (nav_msgs/Odometry, frame ``odom``, child ``base``: the
+pose integrated from the tachometer's distance and the commanded steering, the speed from the
+ERPM, starting at ``initial_pose``), ``imu`` (sensor_msgs/Imu from COMM_GET_IMU_DATA, when
+``imu: true``; a RealSense D435i's IMU is ``robot-rl-realsense-imu``) and ``/diagnostics``.
+Services: ``estop`` (SetBool).
+
+Safety (``vesc_link``): a non-finite cmd_vel is refused; the watchdog zeroes the motor and
+centres the servo when no cmd_vel arrived within ``watchdog_timeout``; ``estop`` zeroes at once
+and refuses motion until released; a VESC silent for ``silent_timeout`` is an error on
+/diagnostics and gets zero; a lost port is reopened every ``reconnect_period``; deactivate
+zeroes the motor. The VESC's own app timeout (VESC Tool, ``App Settings > General > Timeout``)
+should be set too: it stops the motor if this node dies.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu
+from std_srvs.srv import SetBool
+
+from robot_rl.drivers.car import vesc_protocol as proto
+from robot_rl.drivers.car.vesc_kinematics import (
+    CarGeometry,
+    MotorLimits,
+    ServoLimits,
+    motor_setpoint,
+    servo_position,
+    steering_for,
+    steering_of_servo,
+)
+from robot_rl.drivers.car.vesc_kinematics import Odometry as WheelOdometry
+from robot_rl.drivers.car.vesc_link import LinkSettings, VescLink
+from robot_rl.drivers.command_guard import non_finite_reason
+from robot_rl.drivers.config import length, one_of, param, positive
+from robot_rl.ros.convert import header, imu_msg, odometry_msg, twist_to_array
+from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
+
+unit_interval = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
+duty_range = (lambda v: 0.0 < v <= 0.95, "must lie in (0, 0.95]")
+non_zero = (lambda v: v != 0.0, "must not be 0")
+
+
+@dataclass(frozen=True)
+class VescConfig:
+    port: str = param(
+        "/dev/ttyACM0",
+        "serial device of the VESC (USB CDC); a udev symlink such as /dev/vesc keeps it stable",
+    )
+    baud: int = param(115200, "serial baud rate (ignored by USB CDC, used by a UART)", positive)
+    mode: str = param(
+        "rpm",
+        "motor set-point: rpm (the VESC's speed controller) or duty (open-loop duty cycle)",
+        one_of("rpm", "duty"),
+    )
+    max_erpm: float = param(20000.0, "ERPM limit in rpm mode (both directions)", positive)
+    max_duty: float = param(0.3, "duty-cycle limit in duty mode", duty_range)
+    duty_per_mps: float = param(0.05, "duty cycle per m/s in duty mode", positive)
+    wheel_radius: float = param(0.05, "wheel radius (m)", positive)
+    gear_ratio: float = param(10.0, "motor turns per wheel turn (the whole drivetrain)", positive)
+    motor_poles: int = param(
+        4,
+        "magnet poles of the motor (ERPM = RPM * poles / 2)",
+        (lambda v: v >= 2 and v % 2 == 0, "must be an even number >= 2"),
+    )
+    wheelbase: float = param(0.26, "front to rear axle (m): the bicycle model's length", positive)
+    max_steering: float = param(0.5, "steering angle limit (rad)", positive)
+    servo_centre: float = param(0.5, "servo position that drives straight", unit_interval)
+    servo_min: float = param(0.15, "lowest servo position allowed", unit_interval)
+    servo_max: float = param(0.85, "highest servo position allowed", unit_interval)
+    servo_per_radian: float = param(
+        -0.7,
+        "servo position per radian of steering (negative: "
+        "the servo turns right for a rising position)",
+        non_zero,
+    )
+    telemetry_hz: float = param(50.0, "command, telemetry and odom rate (Hz)", positive)
+    watchdog_timeout: float = param(
+        0.3,
+        "zero the motor and centre the servo when no cmd_vel arrived within this many seconds",
+        positive,
+    )
+    silent_timeout: float = param(
+        0.5,
+        "a VESC that has not answered for this many seconds is an error (and gets zero)",
+        positive,
+    )
+    reconnect_period: float = param(1.0, "seconds between attempts to reopen a lost port", positive)
+    imu: bool = param(True, "poll the VESC's IMU (COMM_GET_IMU_DATA) and publish imu")
+    initial_pose: tuple = param(
+        [0.0, 0.0, 0.0], "where odometry starts: x, y (m), yaw (rad) in the odom frame", length(3)
+    )
+    odom_frame: str = param("odom", "frame of the odometry's pose")
+    base_frame: str = param("base", "the car's body frame (odometry's child frame)")
+    imu_frame: str = param("imu", "frame of the IMU messages")
+    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
+
+
+class VescDriver(DeviceNode):
+    """See the module docstring."""
+
+    def __init__(self, **kwargs):
+        super().__init__("vesc", **kwargs)
+        self.config = c = declare_config(self, VescConfig)
+        if not c.servo_min <= c.servo_centre <= c.servo_max:
+            raise ParameterError(
+                f"{self.get_fully_qualified_name()}: servo_centre "
+                f"{c.servo_centre} must lie in [servo_min {c.servo_min}, "
+                f"servo_max {c.servo_max}]"
+            )
+        self.geometry = CarGeometry(c.wheel_radius, c.gear_ratio, c.motor_poles, c.wheelbase)
+        self.motor = MotorLimits(c.mode, c.max_erpm, c.max_duty, c.duty_per_mps)
+        self.servo = ServoLimits(
+            c.servo_centre, c.servo_min, c.servo_max, c.servo_per_radian, c.max_steering
+        )
+        self.odometry = WheelOdometry(self.geometry, *c.initial_pose)
+        self.link: VescLink | None = None
+        self.steering = 0.0
+        self.refused = 0
+        self.last_refusal = ""
+        self.last_values: proto.Values | None = None
+        self._ros_ready = False
+
+    # -- lifecycle hooks ---------------------------------------------------------------------
+    def open_device(self) -> None:
+        if not self._ros_ready:
+            self._make_ros_interfaces()
+        c = self.config
+        settings = LinkSettings(
+            c.port,
+            c.baud,
+            c.mode,
+            c.servo_centre,
+            c.telemetry_hz,
+            c.watchdog_timeout,
+            c.silent_timeout,
+            c.reconnect_period,
+            c.imu,
+        )
+        link = VescLink(settings, self._on_values, self._on_imu if c.imu else None, self._log)
+        link.connect()  # raises ConnectError with one line
+        self.link = link
+        link.start()
+        self.get_logger().info(f"VESC port {c.port} open ({c.mode} mode)")
+
+    def enable_motion(self) -> None:
+        self.link.enabled = True
+
+    def safe_stop(self) -> None:
+        if self.link is not None:
+            self.link.enabled = False
+            self.link.stop_now()
+
+    def close_device(self) -> None:
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+
+    def _make_ros_interfaces(self) -> None:
+        self._odom_pub = self.create_publisher(Odometry, "odom", sensor_qos())
+        self._imu_pub = self.create_publisher(Imu, "imu", sensor_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, command_qos())
+        self.create_service(SetBool, "estop", self._on_estop)
+        self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
+        self._ros_ready = True
+
+    def _log(self, level: str, message: str) -> None:
+        logger = self.get_logger()
+        if level == "error":
+            logger.error(message)
+        elif level == "warning":
+            logger.warning(message)
+        else:
+            logger.info(message)
+
+    # -- commands ------------------------------------------------------------------------------
+    def _refuse(self, reason: str) -> None:
+        self.refused += 1
+        self.last_refusal = reason
+        self.get_logger().warning(f"cmd_vel refused: {reason}", throttle_duration_sec=1.0)
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        velocity = twist_to_array(msg)
+        speed, yaw_rate = float(velocity[0]), float(velocity[5])
+        reason = non_finite_reason((speed, yaw_rate))
+        link = self.link
+        if reason is None and (link is None or not self.motion_enabled):
+            reason = "the node is not active"
+        elif reason is None and link.estopped:
+            reason = "e-stop engaged"
+        if reason is not None:
+            self._refuse(reason)
+            return
+        # Twist has no stamp: its freshness is its arrival, which the link's watchdog bounds
+        self.steering = steering_for(
+            speed, yaw_rate, self.config.wheelbase, self.config.max_steering, self.steering
+        )
+        link.command(
+            motor_setpoint(speed, self.geometry, self.motor),
+            servo_position(self.steering, self.servo),
+        )
+
+    # -- telemetry (called from the link's thread) -----------------------------------------------
+    def _on_values(self, values: proto.Values, servo: float, stamp: float) -> None:
+        if not self.context.ok():
+            return
+        self.last_values = values
+        odo = self.odometry
+        odo.update(values.erpm, values.tachometer, steering_of_servo(servo, self.servo))
+        quat = (math.cos(odo.yaw / 2), 0.0, 0.0, math.sin(odo.yaw / 2))
+        c = self.config
+        self._odom_pub.publish(
+            odometry_msg(
+                (odo.x, odo.y, 0.0),
+                quat,
+                (odo.speed, 0.0, 0.0, 0.0, 0.0, odo.yaw_rate),
+                stamp,
+                c.odom_frame,
+                c.base_frame,
+            )
+        )
+
+    def _on_imu(self, imu: proto.ImuData, stamp: float) -> None:
+        if not self.context.ok():
+            return
+        roll, pitch, yaw = imu.rpy
+        self._imu_pub.publish(
+            imu_msg(
+                _quaternion(roll, pitch, yaw), imu.gyro, imu.accel, stamp, self.config.imu_frame
+            )
+        )
+
+    # -- services ------------------------------------------------------------------------------
+    def _on_estop(self, request, response):
+        if self.link is None:
+            response.success, response.message = False, "not configured"
+            return response
+        self.link.estopped = bool(request.data)
+        if self.link.estopped:
+            self.link.stop_now()
+        self.get_logger().warning(f"e-stop {'engaged' if request.data else 'released'}")
+        response.success = True
+        response.message = "engaged" if request.data else "released"
+        return response
+
+    def _publish_diagnostics(self) -> None:
+        link = self.link
+        c = self.config
+        if link is None:
+            level, message, mode = DiagnosticStatus.WARN, "not configured", "unconfigured"
+        elif link.estopped:
+            level, message, mode = DiagnosticStatus.ERROR, "e-stop engaged", "e-stop"
+        elif not link.connected:
+            level, mode = DiagnosticStatus.ERROR, "disconnected"
+            message = f"no VESC on {c.port} ({link.last_error})"
+        elif link.silent:
+            level, mode = DiagnosticStatus.ERROR, "silent"
+            message = f"the VESC on {c.port} does not answer: motor zeroed"
+        elif link.applied[0] == 0.0 and link.applied[1] == c.servo_centre:
+            level, message, mode = (
+                DiagnosticStatus.WARN,
+                "stopped (watchdog or no command yet)",
+                "stopped",
+            )
+        else:
+            level, message, mode = DiagnosticStatus.OK, "following cmd_vel", "driving"
+        values = self.last_values
+        odo = self.odometry
+        fields = {
+            "mode": mode,
+            "motion_enabled": str(self.motion_enabled),
+            "estop": str(bool(link and link.estopped)),
+            "motor_setpoint": f"{link.applied[0]:g}" if link else "",
+            "servo": f"{link.applied[1]:.3f}" if link else "",
+            "erpm": f"{values.erpm:g}" if values else "",
+            "tachometer": str(values.tachometer) if values else "",
+            "input_voltage": f"{values.input_voltage:.1f}" if values else "",
+            "fault_code": str(values.fault) if values else "",
+            "speed": f"{odo.speed:.3f}",
+            "distance": f"{odo.distance:.3f}",
+            "crc_errors": str(link.crc_errors if link else 0),
+            "reconnects": str(link.reconnects if link else 0),
+            "watchdog_stops": str(link.watchdog_stops if link else 0),
+            "refused": str(self.refused),
+            "last_refusal": self.last_refusal,
+            "cycles": str(link.cycles if link else 0),
+        }
+        status = DiagnosticStatus(
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
+            hardware_id=f"vesc/{c.port}",
+            values=[KeyValue(key=k, value=v) for k, v in fields.items()],
+        )
+        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
+
+
+def _quaternion(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
+    """w, x, y, z of the intrinsic z-y-x (yaw, pitch, roll) rotation."""
+    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
+    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+    return (
+        cr * cp * cy + sr * sp * sy,
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+    )
+
+
+CONFIG = VescConfig
+NODE = VescDriver
+main = main_for(VescDriver)
+
+if __name__ == "__main__":
+    main()

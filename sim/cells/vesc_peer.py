@@ -1,0 +1,200 @@
+"""A VESC on a pseudo-terminal: the far end of the VESC node's serial port, written to the VESC
+protocol (``robot_rl.drivers.car.vesc_protocol``) and to nothing in the node.
+
+It answers COMM_GET_VALUES and COMM_GET_IMU_DATA from a drivetrain model and hands COMM_SET_DUTY,
+COMM_SET_RPM, COMM_SET_CURRENT and COMM_SET_SERVO_POS to it. The node opens ``link`` (a symlink
+to the pty's device, as a udev rule gives /dev/vesc), so the peer can go away (``unplug``: the
+pty closes, the link goes) and come back on a new pty (``plug``). For tests it can also fall
+silent (``silent``) and garble answers (``corrupt_next``: the CRC is wrong).
+
+Two models: ``SimpleDrivetrain`` (the set-point is reached at once; the tachometer integrates
+the ERPM on the wall clock), for the driver's tests, and the car cell's twin model
+(``car_cell``), where the car twin's physics answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import threading
+import time
+import tty
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from robot_rl.drivers.car import vesc_protocol as proto
+
+
+class Drivetrain(Protocol):
+    def apply(self, kind: str, value: float) -> None:
+        """``kind``: duty, rpm, current or servo."""
+
+    def values(self) -> proto.Values: ...
+
+    def imu(self) -> proto.ImuData: ...
+
+
+@dataclass
+class SimpleDrivetrain:
+    """Reaches its set-point at once; the tachometer counts six steps per electrical turn."""
+
+    erpm_per_duty: float = 40000.0
+    erpm: float = 0.0
+    servo: float = 0.5
+    duty: float = 0.0
+    tachometer: float = 0.0
+    imu_data: proto.ImuData = field(
+        default_factory=lambda: proto.ImuData(
+            (0.0, 0.0, 0.0), (0.0, 0.0, proto.STANDARD_GRAVITY), (0.0, 0.0, 0.0)
+        )
+    )
+    _last: float = field(default_factory=time.monotonic)
+
+    def _integrate(self) -> None:
+        now = time.monotonic()
+        self.tachometer += self.erpm / 60.0 * 6.0 * (now - self._last)
+        self._last = now
+
+    def apply(self, kind: str, value: float) -> None:
+        self._integrate()
+        if kind == "rpm":
+            self.erpm, self.duty = value, value / self.erpm_per_duty
+        elif kind == "duty":
+            self.duty, self.erpm = value, value * self.erpm_per_duty
+        elif kind == "current" and value == 0.0:
+            self.duty = self.erpm = 0.0
+        elif kind == "servo":
+            self.servo = value
+
+    def values(self) -> proto.Values:
+        self._integrate()
+        return proto.Values(
+            erpm=self.erpm,
+            duty=self.duty,
+            tachometer=round(self.tachometer),
+            tachometer_abs=abs(round(self.tachometer)),
+        )
+
+    def imu(self) -> proto.ImuData:
+        return self.imu_data
+
+
+_KINDS = {
+    proto.COMM_SET_DUTY: "duty",
+    proto.COMM_SET_RPM: "rpm",
+    proto.COMM_SET_CURRENT: "current",
+    proto.COMM_SET_SERVO_POS: "servo",
+}
+
+
+class VescPeer:
+    """See the module docstring. ``start`` opens the pty and serves it from a thread."""
+
+    def __init__(self, link: str | Path, model: Drivetrain | None = None, controller_id: int = 0):
+        self.link = Path(link)
+        self.model = model or SimpleDrivetrain()
+        self.controller_id = controller_id
+        self.silent = False
+        self.commands: list[tuple[str, float]] = []
+        """Every set-point received, in order: (duty|rpm|current|servo, value)."""
+        self.requests = 0
+        self.reader = proto.PacketReader()
+        self.bad_commands = 0
+        self._corrupt = 0
+        self._lock = threading.Lock()
+        self._master: int | None = None
+        self._slave: int | None = None
+        self._thread: threading.Thread | None = None
+        self._running = False
+
+    # -- the port ------------------------------------------------------------------------------
+    def start(self) -> VescPeer:
+        self.plug()
+        self._running = True
+        self._thread = threading.Thread(target=self._serve, name="vesc-peer", daemon=True)
+        self._thread.start()
+        return self
+
+    def plug(self) -> str:
+        """A new pty, and the link pointing at it; returns the pty's device path."""
+        master, slave = os.openpty()
+        tty.setraw(slave)  # no echo, no line discipline: bytes as the VESC's USB port
+        path = os.ttyname(slave)
+        self.link.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.link.with_name(self.link.name + ".new")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(path)
+        tmp.replace(self.link)  # atomic: the node never sees a half-made link
+        with self._lock:
+            self._master, self._slave = master, slave
+            self.reader = proto.PacketReader()
+        return path
+
+    def unplug(self) -> None:
+        """The port goes away: the link is removed and the pty closed (the node's reads fail)."""
+        self.link.unlink(missing_ok=True)
+        with self._lock:
+            fds, self._master, self._slave = (self._master, self._slave), None, None
+        for fd in fds:
+            if fd is not None:
+                os.close(fd)
+
+    def close(self) -> None:
+        self._running = False
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        self.unplug()
+
+    def corrupt_next(self, answers: int) -> None:
+        """Send the next ``answers`` answers with a wrong CRC."""
+        self._corrupt = answers
+
+    def last(self, kind: str) -> float | None:
+        with self._lock:
+            return next((v for k, v in reversed(self.commands) if k == kind), None)
+
+    # -- serving -------------------------------------------------------------------------------
+    def _serve(self) -> None:
+        while self._running:
+            with self._lock:
+                master = self._master
+            if master is None:
+                time.sleep(0.01)
+                continue
+            try:
+                ready, _, _ = select.select([master], [], [], 0.02)
+                data = os.read(master, 4096) if ready else b""
+            except OSError:  # unplugged under us
+                time.sleep(0.01)
+                continue
+            for payload in self.reader.feed(data):
+                self._handle(master, payload)
+
+    def _handle(self, master: int, payload: bytes) -> None:
+        try:
+            cid, value = proto.decode_command(payload)
+        except ValueError:
+            self.bad_commands += 1
+            return
+        if cid in _KINDS and value is not None:
+            with self._lock:
+                self.commands.append((_KINDS[cid], value))
+            self.model.apply(_KINDS[cid], value)
+            return
+        if cid == proto.COMM_GET_VALUES:
+            answer = proto.encode_values(self.model.values(), self.controller_id)
+        elif cid == proto.COMM_GET_IMU_DATA:
+            answer = proto.encode_imu(self.model.imu(), self.controller_id)
+        else:
+            return  # COMM_ALIVE and the rest: nothing to say
+        self.requests += 1
+        if self.silent:
+            return
+        packet = bytearray(proto.frame(answer))
+        if self._corrupt > 0:
+            self._corrupt -= 1
+            packet[-2] ^= 0xFF
+        with contextlib.suppress(OSError):
+            os.write(master, bytes(packet))

@@ -1,0 +1,273 @@
+"""The VESC node against a VESC peer on a pseudo-terminal (``sim/cells/vesc_peer.py``, written to
+the protocol's framing and commands): cmd_vel reaches the peer as ERPM (or duty) and servo
+positions within the limits, telemetry becomes odom, the IMU packet becomes imu, garbled answers
+are counted and skipped, a silent peer is a diagnostics error and gets zero, the port is reopened
+after it went away, the watchdog stops the motor and the e-stop holds. The node runs in this
+process on its own executor thread; waits are long and bounded, nothing is timed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+pytest.importorskip("rclpy")
+pytest.importorskip("serial")
+
+from franka_harness import wait_for
+from ros_helpers import Spinner
+
+from robot_rl.drivers.car import vesc_protocol as proto
+from robot_rl.sim.cells.vesc_peer import VescPeer
+
+ERPM_PER_MPS = 60 / (2 * math.pi * 0.05) * 10 * 2  # wheel radius 0.05, gear 10, 4 poles
+PARAMS = dict(
+    max_erpm=8000.0,
+    wheel_radius=0.05,
+    gear_ratio=10.0,
+    motor_poles=4,
+    wheelbase=0.26,
+    max_steering=0.5,
+    servo_centre=0.5,
+    servo_min=0.15,
+    servo_max=0.85,
+    servo_per_radian=-0.7,
+    telemetry_hz=50.0,
+    watchdog_timeout=0.5,
+    silent_timeout=0.5,
+    reconnect_period=0.2,
+    diagnostics_hz=10.0,
+    initial_pose=[1.0, -2.0, 0.0],
+)
+
+
+class Car:
+    """The driver node and a client node in one private context."""
+
+    def __init__(self, port: str, **overrides):
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import Twist
+        from nav_msgs.msg import Odometry
+        from rclpy.context import Context
+        from rclpy.parameter import Parameter
+        from sensor_msgs.msg import Imu
+        from std_srvs.srv import SetBool
+
+        from robot_rl.drivers.car.vesc import VescDriver
+        from robot_rl.ros.qos import command_qos, sensor_qos
+
+        self.context = Context()
+        rclpy.init(context=self.context)
+        params = {**PARAMS, "port": port, "autostart": False, **overrides}
+        self.driver = VescDriver(
+            context=self.context,
+            namespace="/car",
+            parameter_overrides=[Parameter(k, value=v) for k, v in params.items()],
+        )
+        assert self.driver.start()
+        self.client = rclpy.create_node("vesc_test_client", context=self.context)
+        self.odom, self.imu, self.status = [], [], {}
+        self.client.create_subscription(Odometry, "/car/odom", self.odom.append, sensor_qos())
+        self.client.create_subscription(Imu, "/car/imu", self.imu.append, sensor_qos())
+        self.client.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
+        self._cmd = self.client.create_publisher(Twist, "/car/cmd_vel", command_qos())
+        self._estop = self.client.create_client(SetBool, "/car/estop")
+        self.spinner = Spinner(self.driver, self.context)
+        self.spinner.executor.add_node(self.client)
+        self._Twist, self._SetBool = Twist, SetBool
+
+    def _on_diag(self, msg) -> None:
+        for status in msg.status:
+            if status.name == "/car/vesc":
+                self.status = {
+                    **{kv.key: kv.value for kv in status.values},
+                    "message": status.message,
+                    "level": int.from_bytes(status.level)
+                    if isinstance(status.level, bytes)
+                    else int(status.level),
+                }
+
+    def drive(self, speed: float, yaw_rate: float) -> None:
+        msg = self._Twist()
+        msg.linear.x, msg.angular.z = float(speed), float(yaw_rate)
+        self._cmd.publish(msg)
+
+    def estop(self, engaged: bool) -> bool:
+        assert self._estop.wait_for_service(timeout_sec=30.0)
+        future = self._estop.call_async(self._SetBool.Request(data=engaged))
+        wait_for(future.done, 30.0, "the estop service")
+        return future.result().success
+
+    def close(self) -> None:
+        from robot_rl.ros.node_base import _tear_down
+
+        _tear_down(self.driver)
+        self.spinner.close()
+
+
+@pytest.fixture
+def rig(tmp_path):
+    peer = VescPeer(tmp_path / "vesc").start()
+    car = Car(str(peer.link))
+    try:
+        yield peer, car
+    finally:
+        car.close()
+        peer.close()
+
+
+def keep_driving(car: Car, speed: float, yaw_rate: float, condition, timeout: float, what: str):
+    """Stream cmd_vel (as the actor does, 10 Hz) until ``condition`` holds."""
+
+    def step():
+        car.drive(speed, yaw_rate)
+        return condition()
+
+    return wait_for(step, timeout, what, interval=0.1)
+
+
+def test_cmd_vel_reaches_the_peer_as_erpm_and_servo_within_limits(rig):
+    peer, car = rig
+    steering = 0.2
+    yaw_rate = 1.0 * math.tan(steering) / 0.26
+    keep_driving(
+        car,
+        1.0,
+        yaw_rate,
+        lambda: peer.last("rpm") and peer.last("rpm") > 0,
+        30.0,
+        "an ERPM set-point at the peer",
+    )
+    assert peer.last("rpm") == pytest.approx(ERPM_PER_MPS, abs=1.0)
+    assert peer.last("servo") == pytest.approx(0.5 - 0.7 * steering, abs=1e-3)
+    # beyond the limits: clipped to max_erpm and servo_min (steering clipped to max_steering)
+    keep_driving(car, 10.0, 100.0, lambda: peer.last("rpm") == 8000.0, 30.0, "the ERPM limit")
+    assert peer.last("servo") == pytest.approx(0.15, abs=1e-3)
+    # non-finite commands never reach the peer
+    before = len(peer.commands)
+    car.drive(float("nan"), 0.0)
+    wait_for(
+        lambda: car.status.get("last_refusal", "").startswith("non-finite"),
+        30.0,
+        "the refusal on /diagnostics",
+    )
+    assert all(math.isfinite(v) for _, v in peer.commands[before:])
+
+
+def test_duty_mode_sends_duty_cycles(tmp_path):
+    peer = VescPeer(tmp_path / "vesc").start()
+    car = Car(str(peer.link), mode="duty", duty_per_mps=0.05, max_duty=0.2)
+    try:
+        keep_driving(car, 2.0, 0.0, lambda: peer.last("duty"), 30.0, "a duty set-point")
+        assert peer.last("duty") == pytest.approx(0.1, abs=1e-4)
+        keep_driving(car, 9.0, 0.0, lambda: peer.last("duty") == 0.2, 30.0, "the duty limit")
+        assert peer.last("rpm") is None
+    finally:
+        car.close()
+        peer.close()
+
+
+def test_telemetry_becomes_odom_and_the_imu_packet_becomes_imu(rig):
+    peer, car = rig
+    peer.model.imu_data = proto.ImuData((0.0, 0.0, 0.5), (0.2, 0.0, 9.81), (0.0, 0.0, 0.7))
+    wait_for(
+        lambda: car.odom and car.imu and car.imu[-1].angular_velocity.z > 0,
+        30.0,
+        "odom and the peer's imu",
+    )
+    first = car.odom[-1].pose.pose.position
+    assert (first.x, first.y) == pytest.approx((1.0, -2.0), abs=1e-6)  # initial_pose
+    assert car.odom[-1].header.frame_id == "odom" and car.odom[-1].child_frame_id == "base"
+    imu = car.imu[-1]
+    assert imu.angular_velocity.z == pytest.approx(0.7, abs=1e-4)
+    assert imu.linear_acceleration.z == pytest.approx(9.81, abs=1e-4)
+    assert imu.orientation.w == pytest.approx(math.cos(0.25), abs=1e-4)  # yaw 0.5
+    # straight ahead at 1 m/s: the speed is the ERPM's, the pose follows the tachometer
+    keep_driving(
+        car,
+        1.0,
+        0.0,
+        lambda: car.odom[-1].pose.pose.position.x > 1.5,
+        30.0,
+        "the odometry to move half a metre",
+    )
+    msg = car.odom[-1]
+    assert msg.twist.twist.linear.x == pytest.approx(1.0, abs=1e-3)
+    assert msg.pose.pose.position.y == pytest.approx(-2.0, abs=1e-3)
+    expected = peer.model.tachometer / 6 / 2 / 10 * 2 * math.pi * 0.05 + 1.0
+    assert msg.pose.pose.position.x == pytest.approx(expected, abs=0.1)
+
+
+def test_bad_crcs_are_counted_and_skipped(rig):
+    peer, car = rig
+    wait_for(lambda: car.odom, 30.0, "odom")
+    peer.corrupt_next(5)
+    wait_for(lambda: int(car.status.get("crc_errors", 0)) >= 5, 30.0, "5 CRC errors counted")
+    count = len(car.odom)
+    wait_for(lambda: len(car.odom) > count + 5, 30.0, "odom after the bad packets")
+    assert car.status["mode"] != "silent"
+
+
+def test_a_silent_peer_is_an_error_and_gets_zero(rig):
+    peer, car = rig
+    keep_driving(car, 1.0, 0.0, lambda: car.status.get("mode") == "driving", 30.0, "driving")
+    peer.silent = True
+    keep_driving(
+        car,
+        1.0,
+        0.0,
+        lambda: car.status.get("mode") == "silent",
+        30.0,
+        "the silent peer on /diagnostics",
+    )
+    assert car.status["level"] == 2 and "does not answer" in car.status["message"]
+    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") == 0.0, 30.0, "zero at the peer")
+    peer.silent = False
+    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving again")
+
+
+def test_the_port_is_reopened_after_it_went_away(rig):
+    peer, car = rig
+    wait_for(lambda: car.odom, 30.0, "odom")
+    peer.unplug()
+    wait_for(lambda: car.status.get("mode") == "disconnected", 30.0, "the lost port")
+    assert car.status["level"] == 2
+    peer.plug()
+    wait_for(lambda: int(car.status.get("reconnects", 0)) >= 1, 30.0, "the reconnection")
+    count = len(car.odom)
+    keep_driving(
+        car,
+        0.5,
+        0.0,
+        lambda: len(car.odom) > count + 5 and peer.last("rpm") > 0,
+        30.0,
+        "odom and commands over the new port",
+    )
+
+
+def test_the_watchdog_stops_the_motor(rig):
+    peer, car = rig
+    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving")
+    # cmd_vel stops: within the watchdog timeout the peer gets zero and a centred servo
+    wait_for(lambda: peer.last("rpm") == 0.0, 30.0, "the watchdog's zero")
+    assert peer.last("servo") == 0.5
+    wait_for(lambda: int(car.status.get("watchdog_stops", 0)) >= 1, 30.0, "the stop counted")
+
+
+def test_the_estop_holds_until_released(rig):
+    peer, car = rig
+    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving")
+    assert car.estop(True)
+    assert peer.last("rpm") == 0.0 or wait_for(lambda: peer.last("rpm") == 0.0, 5.0, "zero")
+    # commands go on, the motor stays at zero
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        car.drive(1.0, 0.0)
+        time.sleep(0.1)
+    assert peer.last("rpm") == 0.0
+    wait_for(lambda: car.status.get("mode") == "e-stop", 30.0, "the e-stop on /diagnostics")
+    assert car.estop(False)
+    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving after release")
