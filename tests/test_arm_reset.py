@@ -2,10 +2,12 @@
 
 import dataclasses
 
+import fakes
 import numpy as np
 import pytest
+from fakes import FINGER_SPAN
 
-from robot_rl.envs.arm_geometry import down_quat, yaw_of
+from robot_rl.envs.arm_geometry import yaw_of
 from robot_rl.resets.arm_reset import (
     ArmResetPose,
     GraspFailedError,
@@ -15,72 +17,10 @@ from robot_rl.resets.arm_reset import (
     reset_arm,
 )
 
-FINGER_SPAN = 0.08
-"""The fake gripper's full opening (m), as the twin's and the Franka's."""
 
-
-class FakeArm:
-    """A kinematic robot arm: ``move_to`` goes straight there, ``send``/``advance`` step towards
-    the target (8 cm per period) and the fingers close at once, stopping on an object of
-    ``object_width`` when the TCP is at it; a held object moves with the TCP."""
-
-    control_hz = 10.0
-    camera_names = ()
-
-    def __init__(self, tcp=(0.5, 0.0, 0.05), object_pos=None, object_width=0.03, held=False):
-        self.is_simulated = False
-        self.tcp = np.array(tcp, float)
-        self.quat = down_quat(0.0)
-        self.target = self.tcp.copy()
-        self.object_pos = None if object_pos is None else np.array(object_pos, float)
-        self.object_width = object_width
-        self.held = held
-        self.opening = object_width if held else FINGER_SPAN
-        self.moves = []  # every move_to: (tcp position, gripper command)
-
-    def read(self):
-        return {
-            "tcp_pos": self.tcp.copy(),
-            "tcp_quat": self.quat.copy(),
-            "tcp_vel": np.zeros(6),
-            "gripper_pos": np.array([1.0 - self.opening / FINGER_SPAN]),
-        }
-
-    def _grip(self, closed: float) -> None:
-        wanted = FINGER_SPAN * (1.0 - closed)
-        near = self.object_pos is not None and np.linalg.norm(self.object_pos - self.tcp) < 0.005
-        if (self.held or near) and wanted < self.object_width:
-            self.opening, self.held = self.object_width, True
-        else:
-            self.opening, self.held = wanted, False
-
-    def _go(self, pos) -> None:
-        if self.held:
-            self.object_pos = self.object_pos + (pos - self.tcp)
-        self.tcp = np.array(pos, float)
-
-    def move_to(self, tcp_pos, tcp_quat, gripper):
-        self.moves.append((np.array(tcp_pos, float), float(gripper)))
-        self.quat = np.asarray(tcp_quat, float)
-        self._go(tcp_pos)
-        self._grip(gripper)
-
-    def send(self, command):
-        self.target = np.asarray(command["tcp_pos"], float)
-        self.quat = np.asarray(command.get("tcp_quat", self.quat), float)
-        if "gripper" in command:
-            self._grip(float(command["gripper"][0]))
-
-    def advance(self):
-        step = self.target - self.tcp
-        norm = np.linalg.norm(step)
-        self._go(self.tcp + (step if norm <= 0.08 else step * 0.08 / norm))
-
-    def place_object(self, name, pos, quat):
-        raise AssertionError("a robot cannot place objects")
-
-    def close(self):
-        pass
+def robot_arm(tcp=(0.5, 0.0, 0.05), **options):
+    """A robot arm (no placing objects) whose TCP steps 8 cm per control period."""
+    return fakes.FakeArm(tcp_pos=tcp, max_step=0.08, **options)
 
 
 POSE = ArmResetPose(pos=(0.5, 0.0, 0.15), noise=(0.03, 0.02, 0.01), gripper=0.0, clearance=0.18)
@@ -88,16 +28,16 @@ POSE = ArmResetPose(pos=(0.5, 0.0, 0.15), noise=(0.03, 0.02, 0.01), gripper=0.0,
 
 def test_reset_lifts_clear_first_then_lands_in_the_randomised_box():
     rng = np.random.default_rng(0)
-    arm = FakeArm(tcp=(0.42, 0.1, 0.03), object_pos=(0.42, 0.1, 0.03), held=True)
+    arm = robot_arm(tcp=(0.42, 0.1, 0.03), object_pos=(0.42, 0.1, 0.03), held=True)
     reset_arm(arm, POSE, rng)
     # straight up from where the last episode left the tool, the held object kept in the hand
     lift_pos, lift_grip = arm.moves[0]
     assert np.allclose(lift_pos, [0.42, 0.1, POSE.clearance]) and lift_grip == 1.0
     assert arm.opening == FINGER_SPAN  # the gripper opened at the reset pose
-    positions = [arm.tcp.copy()]
+    positions = [arm.tcp_pos.copy()]
     for _ in range(30):
         reset_arm(arm, POSE, rng)
-        positions.append(arm.tcp.copy())
+        positions.append(arm.tcp_pos.copy())
     positions = np.array(positions)
     low = np.array(POSE.pos) - POSE.noise
     high = np.array(POSE.pos) + POSE.noise
@@ -106,7 +46,7 @@ def test_reset_lifts_clear_first_then_lands_in_the_randomised_box():
 
 
 def test_lift_clear_leaves_a_high_tool_where_it_is():
-    arm = FakeArm(tcp=(0.5, 0.0, 0.25))
+    arm = robot_arm(tcp=(0.5, 0.0, 0.25))
     lift_clear(arm, clearance=0.15)
     assert arm.moves == []
 
@@ -122,7 +62,7 @@ PEG_SPEC = GraspSpec(pick_pos=(0.45, -0.2, 0.08), holding_range=(0.45, 0.85), li
 
 
 def test_robot_regrasp_picks_the_peg_from_its_holder_and_checks_the_grasp():
-    arm = FakeArm(tcp=(0.5, 0.0, 0.06), object_pos=PEG_SPEC.pick_pos)
+    arm = robot_arm(tcp=(0.5, 0.0, 0.06), object_pos=PEG_SPEC.pick_pos)
     reading = regrasp(arm, PEG_SPEC)
     assert PEG_SPEC.holding(reading) and arm.held
     assert np.allclose(reading["tcp_pos"], np.add(PEG_SPEC.pick_pos, (0, 0, 0.1)))
@@ -133,14 +73,14 @@ def test_robot_regrasp_picks_the_peg_from_its_holder_and_checks_the_grasp():
 
 
 def test_robot_regrasp_keeps_a_peg_that_is_still_in_the_hand():
-    arm = FakeArm(tcp=(0.5, 0.0, 0.1), object_pos=(0.5, 0.0, 0.1), held=True)
+    arm = robot_arm(tcp=(0.5, 0.0, 0.1), object_pos=(0.5, 0.0, 0.1), held=True)
     reading = regrasp(arm, PEG_SPEC)
     assert PEG_SPEC.holding(reading)
     assert all(not np.allclose(pos, PEG_SPEC.pick_pos) for pos, _ in arm.moves)
 
 
 def test_robot_regrasp_fails_clearly_when_the_peg_is_not_there():
-    arm = FakeArm(tcp=(0.5, 0.0, 0.1), object_pos=(0.3, 0.3, 0.0))
+    arm = robot_arm(tcp=(0.5, 0.0, 0.1), object_pos=(0.3, 0.3, 0.0))
     with pytest.raises(GraspFailedError, match="no grasp after 2 attempts"):
         regrasp(arm, PEG_SPEC)
     assert arm.opening == FINGER_SPAN  # it let go after the failed attempts

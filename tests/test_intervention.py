@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from intervention_fakes import KinematicArm, ScriptedSource
+from fakes import TABLE_CUBE, FakeArm, ScriptedSource
 
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.envs.intervention import (
@@ -25,7 +25,7 @@ OPERATOR = np.array([0.0, -0.5, 0.25, 1.0], np.float32)
 
 def make_env(script, config=None, clock=lambda: 0.0, backend=None, **task_options):
     task = PickCubeTask(reset_noise=0.0, **task_options)
-    env = RobotEnv(task, backend or KinematicArm())
+    env = RobotEnv(task, backend or FakeArm(cube_pos=TABLE_CUBE))
     source = ScriptedSource(script, clock)
     return InterventionWrapper(env, source, config or InterventionConfig(), clock=clock), source
 
@@ -116,7 +116,7 @@ def test_tool_frame_operator_moves_along_the_rotated_axes():
 
 def test_applied_action_is_the_operator_action_after_safety_clipping():
     # 1 cm below the box's ceiling: the operator's full-speed +z (2 cm) is cut to half
-    backend = KinematicArm()
+    backend = FakeArm(cube_pos=TABLE_CUBE)
     env, _ = make_env(
         [(np.array([0.0, 0.0, 1.0, 1.0]), True)], InterventionConfig(), backend=backend
     )
@@ -154,7 +154,7 @@ def test_bad_operator_input_is_refused_clearly():
     with pytest.raises(ValueError, match="deadband"):
         InterventionConfig(deadband=1.5)
     with pytest.raises(TypeError, match="TeleopSource"):
-        InterventionWrapper(RobotEnv(PickCubeTask(), KinematicArm()), object())
+        InterventionWrapper(RobotEnv(PickCubeTask(), FakeArm(cube_pos=TABLE_CUBE)), object())
 
 
 def test_intervened_transitions_land_in_both_buffers():

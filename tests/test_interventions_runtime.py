@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 import pytest
-from intervention_fakes import KinematicArm, ScriptedSource
+from fakes import TABLE_CUBE, FakeArm, ScriptedSource
 
 from robot_rl.envs.intervention import InterventionConfig, InterventionWrapper
 from robot_rl.envs.robot_env import RobotEnv
@@ -66,7 +66,7 @@ class ClosingSource(ScriptedSource):
 
 
 def test_off_leaves_the_env_and_the_wrapper_closes_its_source():
-    env = RobotEnv(PickCubeTask(reset_noise=0.0), KinematicArm())
+    env = RobotEnv(PickCubeTask(reset_noise=0.0), FakeArm(cube_pos=TABLE_CUBE))
     assert with_interventions(env, "off") is env
     assert realtime_pace(env, "off", "twin") is None and realtime_pace(env, "ros", "ros") is None
     assert realtime_pace(env, "ros", "twin") is not None
@@ -85,7 +85,7 @@ def test_a_failed_wrap_closes_the_env():
         def close(self):
             self.closed = True
 
-    env = Env(PickCubeTask(reset_noise=0.0), KinematicArm())
+    env = Env(PickCubeTask(reset_noise=0.0), FakeArm(cube_pos=TABLE_CUBE))
     with pytest.raises(ValueError, match="interventions must be one of"):
         with_interventions(env, "nobody")
     assert env.closed

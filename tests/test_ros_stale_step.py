@@ -1,6 +1,7 @@
 """RobotEnv on a stale sensor (a fake backend, no ROS): truncated, holding, never a crash and
 never a command from stale data; and the approximate time sync that raises it."""
 
+import fakes
 import numpy as np
 import pytest
 
@@ -9,49 +10,13 @@ from robot_rl.envs.robot_env import RobotEnv
 from robot_rl.envs.task import make_task
 
 
-class FakeArm:
-    """Readings of a still arm; ``stale`` makes read() raise, ``sent`` records commands."""
-
-    is_simulated = True
-    control_hz = 10.0
-    camera_names = ()
-
-    def __init__(self):
-        self.stale = False
-        self.sent = []
-        self.advances = 0
-        self.tcp = np.array([0.5, 0.0, 0.15])
-
-    def read(self):
-        if self.stale:
-            raise StaleReadingError("/front_cam/image_raw: newest message is 0.900 s old")
-        return {
-            "tcp_pos": self.tcp.copy(), "tcp_quat": np.array([0.0, 1.0, 0.0, 0.0]),
-            "tcp_vel": np.zeros(6), "gripper_pos": np.zeros(1), "joint_pos": np.zeros(7),
-            "joint_vel": np.zeros(7), "wrench": np.zeros(6),
-            "object/cube_pos": np.array([0.5, 0.05, 0.025]),
-            "object/cube_quat": np.array([1.0, 0.0, 0.0, 0.0]),
-        }
-
-    def send(self, command):
-        self.sent.append(command)
-        self.tcp = np.asarray(command["tcp_pos"], float)
-
-    def advance(self):
-        self.advances += 1
-
-    def move_to(self, tcp_pos, tcp_quat, gripper):
-        self.tcp = np.asarray(tcp_pos, float)
-
-    def place_object(self, name, pos, quat):
-        pass
-
-    def close(self):
-        pass
+def still_twin_arm():
+    """A still twin arm (the task's privileged cube reading included) whose sensor can go stale."""
+    return fakes.FakeArm(cube_pos=(0.5, 0.05, 0.025), simulated=True)
 
 
 def test_stale_reading_truncates_holds_and_recovers():
-    backend = FakeArm()
+    backend = still_twin_arm()
     env = RobotEnv(make_task("pick_cube"), backend)
     env.reset(seed=0)
     action = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
@@ -81,7 +46,7 @@ def test_stale_reading_truncates_holds_and_recovers():
 
 
 def test_reset_clears_stale_state():
-    backend = FakeArm()
+    backend = still_twin_arm()
     env = RobotEnv(make_task("pick_cube"), backend)
     env.reset(seed=0)
     backend.stale = True
