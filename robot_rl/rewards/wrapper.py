@@ -5,7 +5,9 @@ on the first frame whose success probability reaches the threshold, else reward 
 environment's own termination *on success* is ignored (on the twin it is ground truth, which the
 learner must not see); a real failure (an object knocked off the table) still ends the episode.
 ``info["success"]`` is left as the environment reports it, so evaluation on the twin still
-counts ground-truth successes, and ``info`` gains ``classifier_prob`` and ``classifier_success``.
+counts ground-truth successes; where the task does not score itself (robot mode: no ground
+truth) it is the classifier's verdict. ``info`` gains ``classifier_prob`` and
+``classifier_success``.
 
 With ``keep_image=False`` the classifier's camera is dropped from the observation: the policy
 may learn from state while the classifier reads pixels.
@@ -121,6 +123,7 @@ class ClassifierReward(gym.Wrapper):
         truncated = bool(truncated and not terminated)
         info = {
             **info,
+            **({} if _scores_itself(self.env) else {"success": fired}),
             "classifier_prob": prob,
             "classifier_success": fired,
             "classifier_rejected": rejected,
@@ -163,3 +166,8 @@ def _load_cached(checkpoint: str):
     if key not in _CLASSIFIERS:
         _CLASSIFIERS[key] = load_classifier(checkpoint)
     return _CLASSIFIERS[key]
+
+
+def _scores_itself(env) -> bool:
+    """False where the task has no ground truth to score with (robot mode)."""
+    return bool(getattr(getattr(env, "task", None), "scores_itself", True))

@@ -27,6 +27,8 @@ import numpy as np
 from rich.console import Console
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.rewards.labelers import RelabelOptions
+from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.ros.config import RosBackendConfig
 from robot_rl.runtime.acting_policy import PolicyUpdater
 from robot_rl.runtime.demos import applied_action
@@ -43,7 +45,7 @@ from robot_rl.transport.wire import WireError
 
 
 @dataclass
-class ActorConfig(ObservationMode):
+class ActorConfig(ObservationMode, OperatorOptions, RelabelOptions):
     task: str = "pick_cube"
     """Task name (tasks/); the learner refuses an actor whose task or spaces differ."""
     learner: str = "tcp://127.0.0.1:5555"
@@ -97,7 +99,10 @@ class ActorConfig(ObservationMode):
             raise ValueError("--curve-secret-key and --learner-public-key go together")
         check_interventions(self.interventions, self.backend)
         self.task_options(self.task)  # refuses a privileged state the mode forbids
-        self.check_reward_source(self.task, self.reward_classifier)
+        self.check_operator()
+        self.check_relabel(self.reward_classifier, self.operator, self.robot_mode)
+        operator = None if self.operator == "off" else f"--operator {self.operator}"
+        self.check_reward_source(self.task, self.reward_classifier or operator)
 
 
 class LearnerRefused(RuntimeError):
@@ -129,12 +134,12 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
     options = cfg.task_options(cfg.task)
     build = lambda opts: make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, opts,
                                   ros=cfg.ros)
-    if cfg.reward_classifier:
-        from robot_rl.rewards.wrapper import with_reward_classifier
+    from robot_rl.rewards.reward_sources import with_reward_sources
 
-        env = with_reward_classifier(cfg.reward_classifier, build, options)
-    else:
-        env = build(options)
+    env = with_reward_sources(
+        build, options, reward_classifier=cfg.reward_classifier, operator=cfg, relabel=cfg,
+        relabel_dir=outbox.directory.parent, robot_mode=cfg.robot_mode, log=console.print,
+    )  # fmt: skip
     env = with_interventions(env, cfg.interventions, seed=cfg.seed + outbox.next_seq)
     hello = {
         "task": cfg.task,

@@ -1,0 +1,278 @@
+"""The operator as the reward source on a robot: a success key, and answers to the relabeller.
+
+On a robot nothing knows where the cube is, so either the reward classifier or the operator says
+when the task is done. The operator answers through one of two devices:
+
+- ``keyboard``: keys typed on the terminal the actor (or ``eval``) runs in, read from stdin (a
+  terminal is put in cbreak mode, so a key counts at once, and restored on close; a pipe is
+  read as it is, so recorded key bytes drive it just the same);
+- ``joy``: buttons on ``/teleop/joy`` (``robot_rl.ros.operator_buttons``), the teleop device's
+  own topic; a press is a released -> pressed edge, so a held button counts once.
+
+Either way the device yields events, ``"success"`` or ``"reject"``, and two users read them:
+
+- ``OperatorSuccess`` (a wrapper): a success event during a step pays reward 1 and ends the
+  episode as a success, exactly as a classifier that fires does;
+- ``OperatorLabeler`` (a ``Labeler``): when the classifier fires and ``--relabel-false-positives``
+  asks, it waits up to ``label_timeout`` seconds for the operator's confirm (the success key or
+  button) or reject; no answer counts as a reject, and the log says so.
+
+Pure Python here; ROS 2 is imported only for the ``joy`` device.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import sys
+import termios
+import threading
+import time
+import tty
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import gymnasium as gym
+
+from robot_rl.errors import UserError
+
+logger = logging.getLogger(__name__)
+
+SUCCESS, REJECT = "success", "reject"
+OPERATOR_DEVICES = ("off", "keyboard", "joy")
+
+
+@dataclass(kw_only=True)
+class OperatorOptions:
+    operator: Literal["off", "keyboard", "joy"] = "off"
+    """The operator as a reward source: 'keyboard' keys on this terminal (stdin), 'joy' buttons
+    on /teleop/joy. Their success key/button pays reward 1 and ends the episode; with
+    --relabel-false-positives they also confirm or reject the classifier's successes."""
+    success_key: str = "y"
+    """Keyboard: the key that says "success" (and confirms a classifier's success)."""
+    reject_key: str = "n"
+    """Keyboard: the key that rejects a classifier's success."""
+    success_button: int = 3
+    """Joy: the /teleop/joy button index that says "success" (0-2 are the teleop contract's
+    intervene, close and open)."""
+    reject_button: int = 4
+    """Joy: the /teleop/joy button index that rejects a classifier's success."""
+    label_timeout: float = 10.0
+    """Seconds to wait for the operator's answer when the classifier fires; no answer within
+    it counts as a reject (logged)."""
+
+    def check_operator(self) -> None:
+        if self.operator not in OPERATOR_DEVICES:
+            raise UserError(
+                f"--operator must be one of {', '.join(OPERATOR_DEVICES)}, got {self.operator!r}"
+            )
+        for name in ("success_key", "reject_key"):
+            key = getattr(self, name)
+            if len(key) != 1 or not key.isprintable() or key.isspace():
+                raise UserError(
+                    f"--{name.replace('_', '-')} must be one printable character, got {key!r}"
+                )
+        if self.success_key == self.reject_key:
+            raise UserError("--success-key and --reject-key must differ")
+        if min(self.success_button, self.reject_button) < 0:
+            raise UserError("--success-button and --reject-button must be >= 0")
+        if self.success_button == self.reject_button:
+            raise UserError("--success-button and --reject-button must differ")
+        if not self.label_timeout > 0:
+            raise UserError(f"--label-timeout must be > 0, got {self.label_timeout}")
+
+    def open_operator(self) -> OperatorInput | None:
+        """The operator's device (None for 'off'); the caller closes it."""
+        if self.operator == "keyboard":
+            return KeyboardOperator(sys.stdin.fileno(), self.success_key, self.reject_key)
+        if self.operator == "joy":
+            try:
+                from robot_rl.ros.operator_buttons import JoyOperator
+            except ImportError as err:  # pragma: no cover - depends on the install
+                raise UserError(
+                    f"--operator joy needs rclpy: pip install -e '.[ros]' ({err})"
+                ) from err
+            return JoyOperator(self.success_button, self.reject_button)
+        return None
+
+
+class OperatorInput:
+    """Events from the operator's device, queued in arrival order (thread-safe)."""
+
+    name = "operator"
+
+    def __init__(self) -> None:
+        self._events: deque[str] = deque()
+        self._ready = threading.Condition()
+
+    def push(self, event: str) -> None:
+        with self._ready:
+            self._events.append(event)
+            self._ready.notify_all()
+
+    def poll(self) -> list[str]:
+        """The events since the last poll (never waits)."""
+        with self._ready:
+            events = list(self._events)
+            self._events.clear()
+        return events
+
+    def pending(self) -> int:
+        """How many events wait to be read."""
+        with self._ready:
+            return len(self._events)
+
+    def wait(self, timeout: float) -> str | None:
+        """The first queued event, waiting up to ``timeout`` s for one; None if none came."""
+        deadline = time.monotonic() + timeout
+        with self._ready:
+            while not self._events:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._ready.wait(left)
+            return self._events.popleft()
+
+    def describe(self, event: str) -> str:
+        """How the operator says ``event`` on this device ("key 'y'")."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the device."""
+
+
+class KeyboardOperator(OperatorInput):
+    """Keys from a file descriptor (a terminal in cbreak mode, or a pipe) read on a thread."""
+
+    name = "keyboard"
+
+    def __init__(self, fd: int, success_key: str = "y", reject_key: str = "n"):
+        super().__init__()
+        self.fd = fd
+        self.keys = {success_key.lower(): SUCCESS, reject_key.lower(): REJECT}
+        self._saved = None
+        if os.isatty(fd):  # every key at once, unechoed; Ctrl-C still interrupts
+            self._saved = termios.tcgetattr(fd)
+            tty.setcbreak(fd)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="operator_keys", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if not ready:
+                continue
+            data = os.read(self.fd, 64)
+            if not data:
+                logger.warning(
+                    "operator keyboard: end of input; no further answers (a "
+                    "classifier's success now times out as a reject)"
+                )
+                return
+            for key in data.decode(errors="ignore").lower():
+                if key in self.keys:
+                    self.push(self.keys[key])
+
+    def describe(self, event: str) -> str:
+        key = next(k for k, e in self.keys.items() if e == event)
+        return f"key '{key}'"
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+        if self._saved is not None:
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+            self._saved = None
+
+
+class OperatorLabeler:
+    """A ``Labeler`` whose answer is the operator's: confirm, reject, or no answer (reject)."""
+
+    def __init__(
+        self,
+        operator: OperatorInput,
+        timeout: float = 10.0,
+        log: Callable[[str], None] | None = None,
+    ):
+        self.operator = operator
+        self.timeout = timeout
+        self.log = log or logger.info
+        self.answers = {SUCCESS: 0, REJECT: 0, "none": 0}
+
+    def label(self, env, obs: dict) -> bool:
+        """Asks the operator; the robot holds meanwhile (no step, so no command)."""
+        self.log(
+            f"reward classifier fired: {self.operator.describe(SUCCESS)} confirms success, "
+            f"{self.operator.describe(REJECT)} rejects; waiting up to {self.timeout:g} s "
+            "(no answer = reject)"
+        )
+        answer = self.operator.wait(self.timeout)
+        if answer is None:
+            self.answers["none"] += 1
+            self.log(f"no answer from the operator within {self.timeout:g} s: rejected")
+            return False
+        self.answers[answer] += 1
+        self.log(f"operator {'confirmed' if answer == SUCCESS else 'rejected'} the success")
+        return answer == SUCCESS
+
+
+class OperatorSuccess(gym.Wrapper):
+    """Reward 1 and the episode's end on the operator's success key or button.
+
+    A success event that arrived since the last step pays this step and ends the episode as
+    terminated; ``info`` gains ``operator_success`` and ``success`` is the reward sources'
+    verdict (the operator's, or a classifier's under this wrapper: ``classifier_success``).
+    Without a classifier the env's own reward and its termination on (ground-truth) success are
+    dropped, as ``ClassifierReward`` drops them: only the operator pays; a real failure (an
+    object knocked off the table) still ends the episode. A reject event outside a relabelling
+    query means nothing and is dropped."""
+
+    def __init__(self, env: gym.Env, operator: OperatorInput, *, owns_operator: bool = True):
+        super().__init__(env)
+        self.operator = operator
+        self.owns_operator = owns_operator
+        self.successes = 0
+
+    @property
+    def task(self):
+        return self.env.task
+
+    @property
+    def reading(self):
+        return self.env.reading
+
+    @property
+    def backend(self):
+        return self.env.backend
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.operator.poll()  # a press during the reset belongs to no episode
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        said_success = SUCCESS in self.operator.poll()
+        classifier = "classifier_success" in info  # a ClassifierReward below scores too
+        if classifier:
+            success = bool(info["classifier_success"])
+        else:  # only the operator pays: the env's (ground-truth) reward and success go
+            reward, success = 0.0, False
+            terminated = terminated and not info.get("success", False)  # a failure stays
+        if said_success:
+            self.successes += 1
+            reward, terminated, truncated, success = 1.0, True, False, True
+            logger.info("operator: success (%s)", self.operator.describe(SUCCESS))
+        info = {**info, "operator_success": said_success, "success": success}
+        return obs, float(reward), terminated, truncated, info
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            if self.owns_operator:
+                self.operator.close()

@@ -1,0 +1,78 @@
+"""The operator's success and reject buttons on ``/teleop/joy`` (``robot_rl.rewards.operator``).
+
+The teleop device publishes its buttons' state at a steady rate (reliable, depth 1); a press
+is the edge from released to pressed, so a button held down counts once, and the first message
+seen with the button down counts as a press. Any teleop node can carry them: the contract's
+buttons 0-2 are intervene, close and open; the success and reject buttons are the device's
+further ones (``--success-button``, ``--reject-button``).
+
+The node spins in a background thread in its own rclpy context, like ``RosTeleopSource``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from sensor_msgs.msg import Joy
+
+from robot_rl.rewards.operator import REJECT, SUCCESS, OperatorInput
+from robot_rl.ros.qos import teleop_qos
+from robot_rl.ros.teleop import JOY_TOPIC
+
+
+class JoyOperator(OperatorInput):
+    """Success and reject presses from ``/teleop/joy`` as operator events."""
+
+    name = "joy"
+
+    def __init__(
+        self,
+        success_button: int = 3,
+        reject_button: int = 4,
+        topic: str = JOY_TOPIC,
+        node_name: str = "operator_buttons",
+    ):
+        super().__init__()
+        self.topic = topic
+        self.buttons = {SUCCESS: success_button, REJECT: reject_button}
+        self._down = dict.fromkeys(self.buttons, False)
+        self._context = Context()
+        rclpy.init(context=self._context)
+        try:
+            self.node = rclpy.create_node(node_name, context=self._context)
+            self.node.create_subscription(Joy, topic, self._on_joy, teleop_qos())
+            self._executor = SingleThreadedExecutor(context=self._context)
+            self._executor.add_node(self.node)
+        except Exception:
+            self._context.try_shutdown()
+            raise
+        self._thread = threading.Thread(target=self._spin, name=node_name, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        with contextlib.suppress(ExternalShutdownException):
+            self._executor.spin()
+
+    def _on_joy(self, msg: Joy) -> None:
+        for event, index in self.buttons.items():
+            down = index < len(msg.buttons) and bool(msg.buttons[index])
+            if down and not self._down[event]:
+                self.push(event)
+            self._down[event] = down
+
+    def held(self, event: str) -> bool:
+        """Whether the newest message had ``event``'s button down."""
+        return self._down[event]
+
+    def describe(self, event: str) -> str:
+        return f"button {self.buttons[event]} on {self.topic}"
+
+    def close(self) -> None:
+        self._executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self._context.try_shutdown()
+        self._thread.join(timeout=2.0)
