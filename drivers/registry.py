@@ -53,6 +53,9 @@ DEVICES: dict[str, DeviceType] = {
                    "robot_rl.drivers.teleop.keyboard", "terminal keyboard"),
         DeviceType("vesc", "car", "robot-rl-vesc", "robot_rl.drivers.car.vesc",
                    "VESC motor controller over serial: motor, steering servo, odometry, IMU"),
+        DeviceType("realsense_imu", "car", "robot-rl-realsense-imu",
+                   "robot_rl.drivers.car.realsense_imu",
+                   "RealSense D435i/D455 IMU (gyro + accelerometer) as sensor_msgs/Imu"),
         # the simulated FR3 cell (sim/cells): one executable, its part chosen by `part`
         DeviceType("fr3_sim_cell", "arm", "robot-rl-fr3-sim-cell", "robot_rl.sim.cells.fr3_cell",
                    "simulated FR3 cell's world: franky-sim (libfranka protocol on loopback)"),

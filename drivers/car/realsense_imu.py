@@ -1,0 +1,228 @@
+"""The IMU of a RealSense D435i (or D455) as ``sensor_msgs/Imu``: the motion module's gyroscope
+and accelerometer streams through librealsense, in the car's body frame.
+
+    robot-rl-realsense-imu --ros-args -r __ns:=/car -p serial:="'123456789012'"
+
+One message per gyroscope sample, with the newest accelerometer sample (the two streams run at
+different rates: 200/400 Hz and 63/250 Hz on a D435i), stamped with the gyroscope sample's time
+on the host's clock (``global_time`` and ``system_time`` as they are, ``hardware_clock`` mapped
+by ``DeviceClock``). The camera's IMU axes (x right, y down, z forward) are turned into the body
+frame (x forward, y left, z up) by ``rotation`` (row-major, body from IMU; the default is a
+camera looking forward, upright); at rest the acceleration reads +9.81 m/s^2 upwards, as on the
+car twin. The orientation is unknown: ``orientation_covariance[0]`` is -1 (REP 145).
+
+The device is opened by serial through librealsense's sensor API, so an ``rs.software_device``
+with a motion sensor streams through the same code (the tests feed one). ``/diagnostics`` says
+the sample rates; silence for ``stale_after`` is an error (a USB drop: the node is respawned).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from sensor_msgs.msg import Imu
+
+from robot_rl.drivers.cameras.image_pipeline import DeviceClock
+from robot_rl.drivers.config import param, positive
+from robot_rl.ros.convert import header, imu_msg
+from robot_rl.ros.node_base import DeviceNode, declare_config, main_for
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos
+
+FORWARD_CAMERA = [0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, -1.0, 0.0]
+"""Body (x forward, y left, z up) from the RealSense IMU (x right, y down, z forward)."""
+
+
+def _is_rotation(values) -> bool:
+    m = np.asarray(values, float).reshape(3, 3)
+    return bool(np.allclose(m @ m.T, np.eye(3), atol=1e-6) and np.linalg.det(m) > 0)
+
+
+@dataclass(frozen=True)
+class RealSenseImuConfig:
+    serial: str = param("", "serial number of the camera (empty: the only one connected)")
+    gyro_rate: float = param(200.0, "gyroscope rate (Hz) as the device offers it", positive)
+    accel_rate: float = param(250.0, "accelerometer rate (Hz) as the device offers it", positive)
+    rotation: tuple = param(
+        FORWARD_CAMERA,
+        "body from IMU rotation, row-major 3x3",
+        (lambda v: len(v) == 9 and _is_rotation(v), "must be a 3x3 rotation, row-major"),
+    )
+    frame_id: str = param("imu", "frame of the messages")
+    stale_after: float = param(0.5, "no sample for this long is an error (s)", positive)
+    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
+
+
+def connected_devices() -> list:
+    import pyrealsense2 as rs
+
+    return list(rs.context().query_devices())
+
+
+class MotionStream:
+    """The motion sensor of one device, started with a gyro and an accel profile; calls
+    ``on_sample(gyro, accel, stamp)`` from librealsense's thread for each gyro sample."""
+
+    def __init__(
+        self,
+        config: RealSenseImuConfig,
+        devices: Callable[[], Sequence],
+        on_sample: Callable[[np.ndarray, np.ndarray, float], None],
+    ):
+        self.config = config
+        self._devices = devices
+        self._on_sample = on_sample
+        self._sensor = None
+        self._accel: np.ndarray | None = None
+        self._clock = DeviceClock()
+        self._lock = threading.Lock()
+        self.gyro_samples = 0
+        self.accel_samples = 0
+        self.last_sample: float | None = None
+        self.serial = config.serial or "any"
+
+    def open(self) -> None:
+        import pyrealsense2 as rs
+
+        devices = list(self._devices())
+        serials = [d.get_info(rs.camera_info.serial_number) for d in devices]
+        wanted = self.config.serial
+        if wanted and wanted not in serials:
+            raise RuntimeError(
+                f"no RealSense with serial {wanted} is connected (connected: "
+                f"{', '.join(serials) or 'none'})"
+            )
+        if not devices:
+            raise RuntimeError("no RealSense camera is connected")
+        if not wanted and len(devices) > 1:
+            raise RuntimeError(
+                f"{len(devices)} RealSense cameras are connected "
+                f"({', '.join(serials)}); set the serial parameter"
+            )
+        device = devices[serials.index(wanted)] if wanted else devices[0]
+        self.serial = device.get_info(rs.camera_info.serial_number)
+        c = self.config
+        for sensor in device.query_sensors():
+            profiles = {}
+            for p in sensor.get_stream_profiles():
+                kind, rate = p.stream_type(), p.fps()
+                if p.format() != rs.format.motion_xyz32f:
+                    continue
+                if kind == rs.stream.gyro and rate == round(c.gyro_rate):
+                    profiles["gyro"] = p
+                elif kind == rs.stream.accel and rate == round(c.accel_rate):
+                    profiles["accel"] = p
+            if len(profiles) == 2:
+                sensor.open([profiles["gyro"], profiles["accel"]])
+                sensor.start(self._on_frame)
+                self._sensor = sensor
+                return
+        raise RuntimeError(
+            f"RealSense {self.serial} has no IMU streaming gyro at "
+            f"{c.gyro_rate:g} Hz and accel at {c.accel_rate:g} Hz (a D435i "
+            "offers gyro 200/400, accel 63/250)"
+        )
+
+    def _on_frame(self, frame) -> None:
+        import pyrealsense2 as rs
+
+        arrival = time.time()
+        data = frame.as_motion_frame().get_motion_data()
+        value = np.array([data.x, data.y, data.z])
+        if frame.get_profile().stream_type() == rs.stream.accel:
+            with self._lock:
+                self._accel = value
+                self.accel_samples += 1
+            return
+        stamp_ms = frame.get_timestamp()
+        if frame.get_frame_timestamp_domain() == rs.timestamp_domain.hardware_clock:
+            stamp = self._clock.to_host(stamp_ms / 1000.0, arrival)
+        else:
+            stamp = stamp_ms / 1000.0
+        with self._lock:
+            accel = self._accel
+            self.gyro_samples += 1
+            self.last_sample = time.monotonic()
+        if accel is not None:  # the first message waits for an accelerometer sample
+            self._on_sample(value, accel, stamp)
+
+    def close(self) -> None:
+        sensor, self._sensor = self._sensor, None
+        if sensor is not None:
+            sensor.stop()
+            sensor.close()
+
+
+class RealSenseImuNode(DeviceNode):
+    """See the module docstring."""
+
+    def __init__(self, devices: Callable[[], Sequence] | None = None, **kwargs):
+        super().__init__("realsense_imu", **kwargs)
+
+        self.config = declare_config(self, RealSenseImuConfig)
+        self._rotation = np.asarray(self.config.rotation, float).reshape(3, 3)
+        self._devices = devices or connected_devices
+        self.stream: MotionStream | None = None
+        self.published = 0
+        self._pub = self.create_publisher(Imu, "imu", sensor_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
+
+    def open_device(self) -> None:
+        stream = MotionStream(self.config, self._devices, self._on_sample)
+        stream.open()  # raises with one line
+        self.stream = stream
+        self.get_logger().info(f"streaming the IMU of RealSense {stream.serial}")
+
+    def close_device(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+
+    def _on_sample(self, gyro: np.ndarray, accel: np.ndarray, stamp: float) -> None:
+        if not self.context.ok():
+            return
+        r = self._rotation
+        msg = imu_msg((1.0, 0.0, 0.0, 0.0), r @ gyro, r @ accel, stamp, self.config.frame_id)
+        msg.orientation_covariance[0] = -1.0  # no orientation estimate (REP 145)
+        self._pub.publish(msg)
+        self.published += 1
+
+    def _publish_diagnostics(self) -> None:
+        s = self.stream
+        age = None if s is None or s.last_sample is None else time.monotonic() - s.last_sample
+        if s is None:
+            level, message = DiagnosticStatus.WARN, "not configured"
+        elif age is None or age > self.config.stale_after:
+            level, message = (
+                DiagnosticStatus.ERROR,
+                "no IMU samples" if age is None else f"no IMU sample for {age:.1f} s",
+            )
+        else:
+            level, message = DiagnosticStatus.OK, "streaming"
+        values = {
+            "serial": s.serial if s else self.config.serial,
+            "gyro_samples": str(s.gyro_samples if s else 0),
+            "accel_samples": str(s.accel_samples if s else 0),
+            "published": str(self.published),
+        }
+        status = DiagnosticStatus(
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
+            hardware_id=f"realsense-imu/{values['serial']}",
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
+        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
+
+
+CONFIG = RealSenseImuConfig
+NODE = RealSenseImuNode
+main = main_for(RealSenseImuNode)
+
+if __name__ == "__main__":
+    main()
