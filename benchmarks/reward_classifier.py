@@ -54,61 +54,19 @@ def main() -> None:
     args = parser.parse_args()
     quick = args.quick
 
-    from robot_rl.commands.record_labels import RecordLabelsConfig, record_labels
-    from robot_rl.commands.train_reward import TrainRewardConfig, train_reward
-    from robot_rl.rewards.labels import save_labels
-    from robot_rl.runtime.environments import make_env
     from robot_rl.runtime.recipes import task_recipe
     from robot_rl.runtime.train_loop import train
 
     out = Path(args.out or tempfile.mkdtemp(prefix="reward_classifier_"))
     progress = Console(stderr=True)  # progress on stderr; stdout holds only the JSON lines
 
-    started = time.perf_counter()
-    label_config = RecordLabelsConfig(
-        episodes=25 if quick else 160, image_size=args.image_size, seed=args.seed
-    )
-    env = make_env(
-        "twin", "pick_cube", "", args.seed, {"cameras": ("front",), "image_size": args.image_size}
-    )
-    labels = record_labels(label_config, env, progress)
-    env.close()
-    labels_path = save_labels(out / "labels.npz", labels)
-    print(
-        json.dumps(
-            {
-                "figure": "labels",
-                "frames": len(labels),
-                "success_frames": labels.positives,
-                "episodes": label_config.episodes,
-                "image_size": args.image_size,
-                "frames_per_s": len(labels) / (time.perf_counter() - started),
-            }
-        ),
-        flush=True,
-    )
-
-    started = time.perf_counter()
-    result = train_reward(
-        TrainRewardConfig(
-            labels=str(labels_path),
-            out=str(out / "classifier"),
-            steps=300 if quick else 2_000,
-            seed=args.seed,
-        )
-    )
-    print(
-        json.dumps(
-            {
-                "figure": "classifier_held_out_accuracy",
-                **result["held_out"],
-                "train_accuracy": result["train"]["accuracy"],
-                "threshold": result["threshold"],
-                "steps": result["steps"],
-                "seconds": time.perf_counter() - started,
-            }
-        ),
-        flush=True,
+    result = record_and_train_classifier(
+        out,
+        image_size=args.image_size,
+        seed=args.seed,
+        label_episodes=25 if quick else 160,
+        classifier_steps=300 if quick else 2_000,
+        progress=progress,
     )
 
     started = time.perf_counter()
@@ -153,6 +111,64 @@ def main() -> None:
         ),
         flush=True,
     )
+
+
+def record_and_train_classifier(
+    out: Path,
+    *,
+    image_size: int,
+    seed: int,
+    label_episodes: int,
+    classifier_steps: int,
+    progress,
+    emit=None,
+) -> dict:
+    """Record labelled front-camera frames on the twin, train the classifier on them, and give
+    the figures of each to ``emit`` (default: print a JSON line); ``train_reward``'s result
+    (with the checkpoint's path)."""
+    emit = emit or (lambda record: print(json.dumps(record), flush=True))
+    from robot_rl.commands.record_labels import RecordLabelsConfig, record_labels
+    from robot_rl.commands.train_reward import TrainRewardConfig, train_reward
+    from robot_rl.rewards.labels import save_labels
+    from robot_rl.runtime.environments import make_env
+
+    started = time.perf_counter()
+    label_config = RecordLabelsConfig(episodes=label_episodes, image_size=image_size, seed=seed)
+    env = make_env("twin", "pick_cube", "", seed, {"cameras": ("front",), "image_size": image_size})
+    labels = record_labels(label_config, env, progress)
+    env.close()
+    labels_path = save_labels(out / "labels.npz", labels)
+    emit(
+        {
+            "figure": "labels",
+            "frames": len(labels),
+            "success_frames": labels.positives,
+            "episodes": label_config.episodes,
+            "image_size": image_size,
+            "frames_per_s": len(labels) / (time.perf_counter() - started),
+        }
+    )
+
+    started = time.perf_counter()
+    result = train_reward(
+        TrainRewardConfig(
+            labels=str(labels_path),
+            out=str(out / "classifier"),
+            steps=classifier_steps,
+            seed=seed,
+        )
+    )
+    emit(
+        {
+            "figure": "classifier_held_out_accuracy",
+            **result["held_out"],
+            "train_accuracy": result["train"]["accuracy"],
+            "threshold": result["threshold"],
+            "steps": result["steps"],
+            "seconds": time.perf_counter() - started,
+        }
+    )
+    return result
 
 
 def ground_truth_eval(run_dir: Path, episodes: int) -> dict:

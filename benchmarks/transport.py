@@ -120,9 +120,9 @@ def throughput(cameras: int, count: int, fsync: str) -> dict:
 
 
 def weights_latency(repeats: int) -> dict:
+    from robot_rl.agents.acting_policy import weights_bytes
     from robot_rl.agents.config import AgentConfig
     from robot_rl.agents.sac import SACAgent
-    from robot_rl.runtime.acting_policy import weights_bytes
 
     obs_space = _spaces(2)
     agent = SACAgent.create(0, obs_space, ACTION_SPACE, AgentConfig(num_critics=2))

@@ -140,8 +140,8 @@ def _agent_config(weights):
 
 
 def test_the_learner_and_the_actor_build_the_same_pretrained_trunk(two_weight_files):
+    from robot_rl.agents.acting_policy import ActingPolicy, frozen_trunk_fingerprint
     from robot_rl.envs.task import make_task
-    from robot_rl.runtime.acting_policy import ActingPolicy, frozen_trunk_fingerprint
 
     task = make_task("pick_cube", cameras=("front",), image_size=32, privileged_state=False)
     spaces = task.observation_space(), task.action_space()

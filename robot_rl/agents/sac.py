@@ -387,7 +387,7 @@ class SACAgent(struct.PyTreeNode):
         return self._update_minibatches(minibatches)
 
     # ------------------------------------------------------------------ acting
-    def _acting_params(self) -> dict:
+    def acting_params(self) -> dict:
         """Only what acting needs, so that a control loop does not flatten optimiser states."""
         return {
             "encoder": self.critic.params["encoder"],
@@ -408,7 +408,7 @@ class SACAgent(struct.PyTreeNode):
         actions, rng = act(
             self.nets,
             self.config.gripper_epsilon,
-            self._acting_params(),
+            self.acting_params(),
             observations,
             self.rng,
             deterministic=deterministic,

@@ -30,12 +30,12 @@ from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
 from robot_rl.rewards.labelers import RelabelOptions
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.ros.config import RosBackendConfig
-from robot_rl.runtime.acting_policy import PolicyUpdater
 from robot_rl.runtime.demos import applied_action
 from robot_rl.runtime.environments import make_env
 from robot_rl.runtime.evaluation import episode_success
 from robot_rl.runtime.interventions import check_interventions, with_interventions
 from robot_rl.runtime.observation_mode import ObservationMode
+from robot_rl.runtime.policy_updater import PolicyUpdater
 from robot_rl.runtime.rate import Rate
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.messages import DEFAULT_VALUE_BOUND, check_values, encode_transition

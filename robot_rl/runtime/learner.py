@@ -27,6 +27,7 @@ import jax
 import numpy as np
 from rich.console import Console
 
+from robot_rl.agents.acting_policy import frozen_trunk_fingerprint, weights_bytes
 from robot_rl.agents.checkpoint import (
     config_to_json,
     latest_checkpoint,
@@ -39,7 +40,6 @@ from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent, encoder_metadata
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.envs.task import make_task
-from robot_rl.runtime.acting_policy import frozen_trunk_fingerprint, weights_bytes
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.recipes import FALLBACK, RECIPES
 from robot_rl.runtime.run_dir import RunLogger

@@ -9,8 +9,6 @@ welcome message catches a mismatch.
 from __future__ import annotations
 
 import hashlib
-import threading
-import time
 
 import gymnasium as gym
 import jax
@@ -24,7 +22,8 @@ from robot_rl.agents.sac import SACAgent
 
 
 def acting_params(agent: SACAgent) -> dict:
-    params = agent._acting_params()
+    """What is sent to actors: acting's parameters less the frozen trunk (never changes)."""
+    params = agent.acting_params()
     params.pop("frozen_trunk")
     return params
 
@@ -79,48 +78,3 @@ class ActingPolicy:
             self._nets, self._epsilon, params, batched, self._rng, deterministic=deterministic
         )
         return np.asarray(actions)[0]
-
-
-class PolicyUpdater:
-    """Keeps the actor's policy current off the control loop.
-
-    Building the policy (agent construction, compiling the acting function) takes seconds and
-    loading a pixel agent's weights tens of milliseconds; both happen on this thread, and the
-    control loop only reads ``policy`` (None until built and loaded once).
-    """
-
-    def __init__(self, client, observation_space: gym.spaces.Dict, action_space: gym.spaces.Box):
-        self._client = client
-        self._spaces = (observation_space, action_space)
-        self.policy: ActingPolicy | None = None
-        self.error: Exception | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="policy-updater", daemon=True)
-
-    def start(self) -> PolicyUpdater:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        # No timeout: a thread left inside XLA (compiling) when the interpreter exits aborts
-        # the process; a build in progress finishes in seconds.
-        self._thread.join()
-
-    def _run(self) -> None:
-        policy, loaded = None, 0
-        while not self._stop.is_set():
-            if policy is None and self._client.welcome is not None:
-                try:
-                    policy = ActingPolicy(self._client.welcome, *self._spaces)
-                except ValueError as err:  # e.g. a different frozen trunk: the actor stops
-                    self.error = err
-                    return
-                observation_space = self._spaces[0]
-                policy({k: np.zeros(s.shape, s.dtype) for k, s in observation_space.spaces.items()})
-            received = self._client.weights_received
-            if policy is not None and received != loaded:
-                policy.load(*self._client.latest_weights())
-                loaded = received
-                self.policy = policy
-            time.sleep(0.01)

@@ -1,0 +1,47 @@
+"""Which recipe `robot-rl train` takes: the pixel recipe whenever cameras are given on the twin."""
+
+from __future__ import annotations
+
+import tyro
+
+from robot_rl.runtime.recipes import PIXEL_RECIPE, RECIPES, resolve
+from robot_rl.runtime.train_loop import TrainConfig
+
+
+def parsed(*args: str) -> TrainConfig:
+    """The resolved config of `robot-rl train ARGS` (the same parser the command uses)."""
+    return resolve(tyro.cli(TrainConfig, args=list(args)))
+
+
+def test_cameras_take_the_pixel_recipe_on_top_of_the_tasks():
+    cfg = parsed("--task", "pick_cube", "--cameras", "front", "wrist")
+    assert (cfg.image_size, cfg.batch_size) == (
+        PIXEL_RECIPE["image_size"],
+        PIXEL_RECIPE["batch_size"],
+    )
+    assert (cfg.image_size, cfg.batch_size) == (32, 64)
+    assert cfg.total_steps == RECIPES["pick_cube"]["total_steps"]
+    assert cfg.demos == RECIPES["pick_cube"]["demos"]
+    assert cfg.resolved_privileged_state() is False  # pixels only
+
+
+def test_state_runs_keep_the_defaults():
+    cfg = parsed("--task", "pick_cube")
+    default = TrainConfig()
+    assert (cfg.image_size, cfg.batch_size) == (default.image_size, default.batch_size)
+    gym = parsed("--backend", "gym", "--cameras", "front")
+    assert (gym.image_size, gym.batch_size) == (default.image_size, default.batch_size)
+
+
+def test_a_value_the_user_gives_wins_over_the_pixel_recipe():
+    cfg = parsed(
+        "--cameras", "front", "--image-size", "48", "--batch-size", "128", "--total-steps", "3000"
+    )
+    assert (cfg.image_size, cfg.batch_size, cfg.total_steps) == (48, 128, 3000)
+    only_size = parsed("--cameras", "front", "--image-size", "96")
+    assert (only_size.image_size, only_size.batch_size) == (96, PIXEL_RECIPE["batch_size"])
+
+
+def test_resolving_twice_changes_nothing():
+    once = parsed("--cameras", "front")
+    assert resolve(once) == once
