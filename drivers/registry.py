@@ -64,6 +64,11 @@ DEVICES: dict[str, DeviceType] = {
         DeviceType("fr3_sim_human", "teleop", "robot-rl-fr3-sim-cell",
                    "robot_rl.sim.cells.cell_human",
                    "the simulated FR3 cell's operator, on the SpaceMouse's topics"),
+        # the simulated car cell (sim/cells): the car twin behind a VESC on a pty
+        DeviceType("car_sim_cell", "car", "robot-rl-car-sim-cell", "robot_rl.sim.cells.car_cell",
+                   "simulated car cell's world: the car twin answering as a VESC on a pty"),
+        DeviceType("car_sim_camera", "camera", "robot-rl-car-sim-cell",
+                   "robot_rl.sim.cells.car_camera", "the simulated car's forward camera"),
     )
 }
 

@@ -1,0 +1,170 @@
+"""The simulated car cell: a world that the VESC node, the car's camera and the actor meet as they
+would meet the FastRLAP car (``hardware/car_sim.yaml``).
+
+    robot-rl-car-sim-cell --ros-args -r __ns:=/sim -p port:=/tmp/robot_rl_car_sim/vesc
+    robot-rl-car-sim-cell --ros-args -r __ns:=/front_cam -p part:=camera
+
+One console script, two parts (the ``part`` parameter), each a process of its own:
+
+- ``world`` (this module): the car twin's physics behind a VESC on a pseudo-terminal
+  (``car_world``): the VESC node opens ``port`` (a symlink to the pty, as udev gives /dev/vesc)
+  and drives the twin through the VESC protocol; its odometry and IMU come back the same way.
+  The ground truth goes only to ``/sim/...``: the world's state for its camera on
+  ``/sim/car/state``, wall contact on ``/sim/collision`` (evaluation only). Once the port
+  exists it brings up the driver nodes named in ``manage`` (``bringup``): a car is powered on
+  before its driver connects.
+- ``camera`` (``car_camera``): the car's forward camera, rendered from that world.
+
+The ``calibration`` fields (gear ratio, wheel radius, poles, servo) must equal the VESC node's.
+Stamps are wall time, as a car's are.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from dataclasses import dataclass
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.node import Node
+from std_msgs.msg import Bool, Float64MultiArray
+
+from robot_rl.drivers.config import length, one_of, param, positive
+from robot_rl.ros.convert import header
+from robot_rl.ros.node_base import declare_config, run_node
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
+
+STATE_TOPIC = "/sim/car/state"
+"""Float64MultiArray: [wall stamp, qpos...] of the car's world, for its camera."""
+COLLISION_TOPIC = "/sim/collision"
+PARTS = ("world", "camera")
+SLOW_FACTOR = 0.5
+
+
+def part_field(default: str):
+    return param(
+        default, f"which part of the cell this process is: {', '.join(PARTS)}", one_of(*PARTS)
+    )
+
+
+@dataclass(frozen=True)
+class CarWorldConfig:
+    part: str = part_field("world")
+    port: str = param(
+        "/tmp/robot_rl_car_sim/vesc",
+        "where the VESC's pty appears (a symlink): the VESC node's port",
+    )
+    start_pose: tuple = param(
+        [0.0, -3.25, 0.0],
+        "where the car starts: x, y (m), yaw (rad); the VESC node's initial_pose",
+        length(3),
+    )
+    physics_hz: float = param(100.0, "physics steps per simulated second", positive)
+    realtime: bool = param(True, "pace the physics to wall time (false: as fast as it goes)")
+    state_rate: float = param(30.0, "rate of /sim/car/state and /sim/collision (wall Hz)", positive)
+    wheel_radius: float = param(0.05, "calibration: wheel radius (m)", positive)
+    gear_ratio: float = param(10.0, "calibration: motor turns per wheel turn", positive)
+    motor_poles: int = param(4, "calibration: magnet poles of the motor", positive)
+    servo_centre: float = param(0.5, "calibration: servo position that drives straight")
+    servo_per_radian: float = param(-0.7, "calibration: servo position per radian")
+    duty_per_mps: float = param(0.05, "calibration: duty cycle per m/s", positive)
+    manage: str = param(
+        "",
+        "lifecycle nodes (comma-separated, e.g. /car/vesc, started with "
+        "autostart false) to configure and activate once the port exists",
+    )
+
+
+class CarWorldNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("car_cell", **kwargs)
+        self.config = c = declare_config(self, CarWorldConfig)
+        from robot_rl.drivers.car.vesc_kinematics import CarGeometry
+        from robot_rl.sim.car_twin import WHEELBASE
+        from robot_rl.sim.cells.bringup import LifecycleBringup
+        from robot_rl.sim.cells.car_world import Calibration, CarWorld
+
+        calibration = Calibration(
+            CarGeometry(c.wheel_radius, c.gear_ratio, c.motor_poles, WHEELBASE),
+            c.servo_centre,
+            c.servo_per_radian,
+            c.duty_per_mps,
+        )
+        self.world = CarWorld(c.port, calibration, c.start_pose, c.physics_hz, c.realtime)
+        self.world.start()
+        self.get_logger().info(f"the car twin answers as a VESC on {c.port}")
+        self._state_pub = self.create_publisher(Float64MultiArray, STATE_TOPIC, state_qos())
+        self._collision_pub = self.create_publisher(Bool, COLLISION_TOPIC, sensor_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self.create_timer(1.0 / c.state_rate, self._publish_state)
+        self.create_timer(1.0, self._publish_diagnostics)
+        managed = [name.strip() for name in c.manage.split(",") if name.strip()]
+        self.bringup = LifecycleBringup(self, managed)
+
+    def _publish_state(self) -> None:
+        stamp, qpos, touching = self.world.truth()
+        self._state_pub.publish(Float64MultiArray(data=[stamp, *qpos.tolist()]))
+        self._collision_pub.publish(Bool(data=touching))
+
+    def _publish_diagnostics(self) -> None:
+        world = self.world
+        factor = world.realtime_factor
+        if world.error is not None or not world.alive:
+            level, message = DiagnosticStatus.ERROR, f"physics stopped: {world.error}"
+        elif factor < SLOW_FACTOR:
+            level, message = DiagnosticStatus.WARN, f"physics at {factor:.2f}x real time"
+        else:
+            level, message = DiagnosticStatus.OK, f"physics at {factor:.2f}x real time"
+        peer = world.peer
+        values = {
+            "port": str(world.peer.link),
+            "steps": str(world.steps),
+            "realtime_factor": f"{factor:.3f}",
+            "collisions": str(world.collisions),
+            "vesc_requests": str(peer.requests),
+            "vesc_commands": str(len(peer.commands)),
+            "speed_setpoint": f"{world.drivetrain.speed:.3f}",
+            "steering_setpoint": f"{world.drivetrain.steering:.3f}",
+        }
+        status = DiagnosticStatus(
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
+            hardware_id=f"car-sim/{world.peer.link}",
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
+        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
+
+    def destroy_node(self) -> None:
+        self.world.close()
+        super().destroy_node()
+
+
+def _part(argv: list[str]) -> str:
+    """The ``part`` parameter as given on the command line (``-p part:=camera``)."""
+    part = "world"
+    for flag, value in itertools.pairwise(argv):
+        if flag in ("-p", "--param") and value.startswith("part:="):
+            part = value.split(":=", 1)[1].strip("'\"")
+    return part
+
+
+def main(args: list[str] | None = None) -> None:
+    argv = sys.argv if args is None else args
+    part = _part(list(argv))
+    if part == "world":
+        factory = CarWorldNode
+    elif part == "camera":
+        from robot_rl.sim.cells.car_camera import CarCameraNode as factory
+    else:
+        print(f"error: part must be one of {', '.join(PARTS)}, got {part!r}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(run_node(factory, args))
+
+
+CONFIG = CarWorldConfig
+NODE = CarWorldNode
+
+if __name__ == "__main__":
+    main()
