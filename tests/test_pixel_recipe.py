@@ -42,6 +42,12 @@ def test_a_value_the_user_gives_wins_over_the_pixel_recipe():
     assert (only_size.image_size, only_size.batch_size) == (96, PIXEL_RECIPE["batch_size"])
 
 
+def test_the_pixel_recipe_can_be_turned_off():
+    cfg = parsed("--cameras", "front", "--no-pixel-recipe")
+    default = TrainConfig()
+    assert (cfg.image_size, cfg.batch_size) == (default.image_size, default.batch_size)
+
+
 def test_resolving_twice_changes_nothing():
     once = parsed("--cameras", "front")
     assert resolve(once) == once

@@ -20,27 +20,27 @@ GYM_RECIPE = {"total_steps": 10_000, "demos": 0, "start_steps": 1_000}
 FALLBACK = {"total_steps": 20_000, "demos": 0, "start_steps": 1_000}
 
 PIXEL_RECIPE = {"image_size": 32, "batch_size": 64}
-"""Learning from cameras on a CPU: 32 px images and 64-transition batches, the trainable conv
-trunk with DrQ shifts (the agent's defaults). Why: every critic update runs the trunk over the
-batch's images, so pixels x batch sets the cost of a step. Measured on 2 shared CPU cores
-(benchmarks/pixel_learning.py, pick_cube, front + wrist, no privileged state): this costs about
-as much per step as a frozen random trunk with the embedding cache at 64 px and batch 256
-(~6 vs ~5 env steps/s at UTD 2), and learned faster (100% vs 90% at 2,000 steps). A user's
-value wins wherever it differs from TrainConfig's default (``--image-size 64``: the default,
-so it reads as unset; give ``--batch-size`` and the image size you want together)."""
+"""Learning from cameras on a CPU: 32 px images and 64-transition batches, with the agent's
+default trunk (the small conv, trained, with DrQ shifts). Why: every critic update runs the
+trunk over the batch's images, so pixels x batch set the cost of a step. Measured on 2 shared CPU
+cores (benchmarks/pixel_learning.py --measure, pick_cube, front + wrist, no privileged state):
+about 6 env steps/s at UTD 2, against about 5 for the other practical candidate, a frozen random
+trunk with the embedding cache at 64 px and batch 256; and it learned faster (issue 17: 100% vs
+90% at 2,000 steps). Taken for the fields a run leaves at TrainConfig's defaults
+(``--image-size 48`` stays 48); ``--no-pixel-recipe`` keeps the defaults (64 px, batch 256)."""
 
 
-def recipe_for(backend: str, task: str, cameras: tuple[str, ...] = ()) -> dict:
+def recipe_for(backend: str, task: str, cameras: tuple[str, ...] = (), pixels: bool = True) -> dict:
     if backend == "gym":
         return GYM_RECIPE
     recipe = RECIPES.get(task, FALLBACK)
-    return {**recipe, **PIXEL_RECIPE} if cameras else recipe
+    return {**recipe, **PIXEL_RECIPE} if cameras and pixels else recipe
 
 
 def resolve(cfg):
     """A copy of a TrainConfig with every field still at its default (None for the budgets)
     taken from the task's recipe."""
-    recipe = recipe_for(cfg.backend, cfg.task, tuple(cfg.cameras))
+    recipe = recipe_for(cfg.backend, cfg.task, tuple(cfg.cameras), cfg.pixel_recipe)
     defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
     filled = {
         k: v for k, v in recipe.items() if getattr(cfg, k) is None or getattr(cfg, k) == defaults[k]

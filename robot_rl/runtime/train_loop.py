@@ -84,6 +84,9 @@ class TrainConfig(ObservationMode):
     """Uniformly random actions before the policy acts and updates begin; default: recipe."""
     batch_size: int = 256
     """Transitions per critic minibatch."""
+    pixel_recipe: bool = True
+    """With cameras on the twin, image size and batch size left at their defaults come from the
+    pixel recipe (runtime/recipes.py: 32 px, batch 64); False keeps the defaults."""
     utd_ratio: int = 2
     """Critic updates per environment step (update-to-data ratio)."""
     update_every: int = 2
