@@ -51,6 +51,7 @@ class VescLink:
         self._on_imu = on_imu
         self._log = log
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self._port = None
         self._reader = proto.PacketReader()
         self._target = (0.0, settings.servo_centre)
@@ -127,10 +128,12 @@ class VescLink:
 
     # -- commands --------------------------------------------------------------------------------
     def command(self, motor: float, servo: float) -> None:
-        """A new set-point, in force until the watchdog runs out."""
+        """A new set-point, in force until the watchdog runs out; written at once (not only on
+        the next cycle), so a command waits for no telemetry period."""
         with self._lock:
             self._target = (float(motor), float(servo))
             self._target_time = time.monotonic()
+        self._write_command(self.command_in_force())
 
     def stop_now(self) -> None:
         """Write zero at once (e-stop, deactivate), without waiting for the next cycle."""
@@ -167,7 +170,8 @@ class VescLink:
         if port is None:
             return
         try:
-            port.write(data)
+            with self._write_lock:  # two threads write: packets must not interleave
+                port.write(data)
         except Exception as error:  # serial.SerialException, OSError, write timeout
             self._drop(f"write failed: {error}")
 
