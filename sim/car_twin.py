@@ -1,8 +1,14 @@
 """The car's MuJoCo twin: a CarBackend over ``models/car.xml`` (RC car in a walled track).
 
 It speaks the readings and commands of ``robot_rl.envs.backend`` so that a task cannot tell it
-from the real car, except that its odometry is exact (a real car's drifts) and it can
-``place_car``. The policy-rate command is turned into actuation here: steering becomes per-wheel
+from the real car, except that it can ``place_car`` and that ``pose`` is the true pose (twin
+only: placement, experts, evaluation). What the car itself knows is ``odom_pose``: wheel
+odometry (the drive's wheel speed, as a VESC's ERPM gives it) turned by the IMU's yaw rate,
+integrated every physics step, so it drifts when the wheels slip or the car is knocked sideways;
+and ``imu_accel_peak``, the accelerometer sample of largest horizontal magnitude since the last
+read (a real IMU streams far faster than the policy: its driver keeps the peak of a period).
+
+The policy-rate command is turned into actuation here: steering becomes per-wheel
 Ackermann angles for the steering servos, speed becomes the set-point of the wheel velocity servo
 (an open differential, see the tendon in the XML) whose torque limit bounds the acceleration.
 """
@@ -79,12 +85,16 @@ class CarTwin:
         wall = np.array([model.geom(i).name.startswith("wall") for i in range(model.ngeom)])
         self._is_wall = wall
         self._collided = False
+        self._drive_tendon = model.tendon("drive").id
+        self._odom = np.zeros(3)
+        self._accel_peak = np.zeros(3)
         self._renderer = None
         # Videos look down on the whole track from above its centre.
         self._video = FrameRenderer(model, overview_camera((0.0, 0.0, 0.0), 11.0, -70.0))
         if self.cameras:
             self._renderer = mujoco.Renderer(model, self.image_size, self.image_size)
         mujoco.mj_forward(model, self.data)
+        self._odom = self._true_pose()
 
     # -- backend protocol -----------------------------------------------------------------
     def read(self) -> Reading:
@@ -101,6 +111,8 @@ class CarTwin:
             "imu_accel": sensors[self._sensor["imu_accel"]].copy(),
             "imu_gyro": gyro.copy(),
             "collision": np.array([float(self._collided or self._touching_wall())]),
+            "odom_pose": np.array([*self._odom[:2], np.angle(np.exp(1j * self._odom[2]))]),
+            "imu_accel_peak": self._accel_peak.copy(),
             "flipped": np.array([float(up_z < FLIP_UP_Z)]),
         }
         if self._renderer is not None:
@@ -124,13 +136,26 @@ class CarTwin:
     def advance(self) -> None:
         # Contacts are checked every physics step: at 4 m/s the car can hit a wall and bounce
         # off within one control period, and that must still count as a collision.
-        collided = False
+        collided, peak = False, np.zeros(3)
+        dt = self.model.opt.timestep
         for _ in range(self._substeps):
             mujoco.mj_step(self.model, self.data)
             collided = collided or self._touching_wall()
+            accel = self.data.sensordata[self._sensor["imu_accel"]]
+            if np.hypot(accel[0], accel[1]) > np.hypot(peak[0], peak[1]):
+                peak = accel.copy()
+            speed = self.data.ten_velocity[self._drive_tendon] * WHEEL_RADIUS
+            yaw_rate = self.data.sensordata[self._sensor["imu_gyro"]][2]
+            heading = self._odom[2] + 0.5 * yaw_rate * dt
+            self._odom += (speed * np.cos(heading) * dt, speed * np.sin(heading) * dt,
+                           yaw_rate * dt)
         self._collided = collided
+        self._accel_peak = peak
 
     def place_car(self, x: float, y: float, yaw: float) -> None:
+        """Put the car down at a pose; its odometry keeps the drift it had (it only knows
+        where it was put relative to where it believes it was)."""
+        drift = self._odom - self._true_pose()
         d = self.data
         d.qpos[:] = self.model.qpos0
         d.qpos[:3] = (x, y, REST_HEIGHT)
@@ -140,6 +165,8 @@ class CarTwin:
         d.act[:] = 0.0
         mujoco.mj_forward(self.model, d)
         self._collided = False
+        self._accel_peak = np.zeros(3)
+        self._odom = self._true_pose() + drift
 
     def render_frame(self, size: int = 256) -> np.ndarray:
         """A video frame of the whole track from above (evaluation videos)."""
@@ -152,6 +179,11 @@ class CarTwin:
             self._renderer = None
 
     # -- helpers --------------------------------------------------------------------------
+    def _true_pose(self) -> np.ndarray:
+        w, x, y, z = self.data.qpos[3:7]
+        yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        return np.array([self.data.qpos[0], self.data.qpos[1], yaw])
+
     def _touching_wall(self) -> bool:
         d = self.data
         return d.ncon > 0 and bool(self._is_wall[d.contact.geom[: d.ncon]].any())

@@ -1,9 +1,17 @@
 """car_lap: an RC car learns to drive laps fast, FastRLAP-style, on the real car and the twin.
 
-One slow demonstration lap gives the checkpoints (``checkpoints_from_lap``); the policy is
-goal-conditioned on the next two of them and rewarded for progress towards the current one.
-A crash (wall or flip) or getting stuck ends the episode; the next reset recovers the car
-autonomously (``robot_rl.resets.car_recovery``), so practice needs no person.
+One slow lap driven by a person gives the checkpoints (``robot-rl record-lap`` writes them to a
+file, ``--checkpoints FILE`` reads it; the twin's default is ``car_lap_checkpoints/
+twin_track.json``); the policy is goal-conditioned on the next two of them and rewarded for
+progress towards the current one. A crash (an IMU impact or a flip) or getting stuck ends the
+episode; the next reset recovers the car autonomously (``robot_rl.resets.car_recovery``), so
+practice needs no person.
+
+What the car knows, on the robot and in the twin alike: its odometry (``odom_pose``: wheel speed
+and IMU yaw rate integrated from where it started, in the frame of the recorded lap, drifting as
+a real car's does), its speeds and its IMU, and its forward camera. The twin's true pose never
+enters the observation, the reward or the recovery; the twin reads it only to place the car and
+to right it after a flip. Checkpoint directions below are computed from the odometry pose.
 
 State vector (13, float32), all in the car frame:
     0 forward speed m/s, 1 lateral speed m/s, 2 yaw rate rad/s,
@@ -18,59 +26,26 @@ Action (2, [-1, 1]): speed -1 -> ``min_speed`` .. 1 -> ``max_speed`` m/s; steeri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.data.lap_checkpoints import checkpoints_from_lap, load_checkpoints
 from robot_rl.envs.backend import Backend, Command, Reading
 from robot_rl.envs.task import Task, register_task
-from robot_rl.resets.car_recovery import StuckDetector, crashed, recover
+from robot_rl.resets.car_recovery import StuckDetector, crashed, odometry_pose, recover
 
-# Recorded once on the twin's default track by the scripted expert's slow demonstration lap
-# (`python -m robot_rl.sim.experts.car_lap` prints them); a real car records its own lap.
-DEFAULT_CHECKPOINTS: tuple[tuple[float, float], ...] = (
-    (1.500, -3.250),
-    (2.991, -3.148),
-    (4.169, -2.277),
-    (4.497, -0.834),
-    (4.501, 0.666),
-    (4.248, 2.129),
-    (3.152, 3.099),
-    (1.667, 3.252),
-    (0.167, 3.250),
-    (-1.333, 3.250),
-    (-2.829, 3.187),
-    (-4.075, 2.415),
-    (-4.492, 1.001),
-    (-4.501, -0.499),
-    (-4.318, -1.977),
-    (-3.308, -3.036),
-    (-1.835, -3.251),
-    (-0.335, -3.250),
-)
+__all__ = ["DEFAULT_CHECKPOINTS", "CarLapTask", "checkpoints_from_lap"]
+
+TWIN_TRACK_CHECKPOINTS = Path(__file__).parent / "car_lap_checkpoints" / "twin_track.json"
+"""The twin track's checkpoints: one slow lap driven in the twin through its ROS 2 node and
+recorded by ``robot-rl record-lap`` (how: the file's own "how" entry); a real car records its
+own lap and passes ``--checkpoints FILE``."""
+DEFAULT_CHECKPOINTS: tuple[tuple[float, float], ...] = load_checkpoints(TWIN_TRACK_CHECKPOINTS)
 
 DISTANCE_SCALE = 5.0
 MAX_DISTANCE = 10.0
-
-
-def checkpoints_from_lap(poses: np.ndarray, spacing: float) -> np.ndarray:
-    """Positions (K, 2) every ``spacing`` metres along a recorded lap of poses (N, >=2).
-
-    The lap is a closed loop, so the last checkpoint is its end (= its start) unless the
-    previous one is within half a spacing of it.
-    """
-    positions = np.asarray(poses, np.float64)[:, :2]
-    if len(positions) < 2 or spacing <= 0:
-        raise ValueError("need at least two poses and a positive spacing")
-    travelled = np.concatenate(
-        [[0.0], np.cumsum(np.linalg.norm(np.diff(positions, axis=0), axis=1))]
-    )
-    marks = np.arange(spacing, travelled[-1] + 1e-9, spacing)
-    if travelled[-1] - (marks[-1] if len(marks) else 0.0) > spacing / 2:
-        marks = np.append(marks, travelled[-1])
-    xs = np.interp(marks, travelled, positions[:, 0])
-    ys = np.interp(marks, travelled, positions[:, 1])
-    return np.stack([xs, ys], axis=1)
 
 
 @dataclass
@@ -146,7 +121,7 @@ class CarLapTask(Task):
     def observe(self, reading: Reading) -> dict[str, np.ndarray]:
         lap = self._update(reading)
         cps = self.checkpoint_array
-        x, y, yaw = reading["pose"]
+        x, y, yaw = odometry_pose(reading)
         goals = []
         for k in (lap.target, lap.target + 1):
             dx, dy = cps[k % len(cps)] - (x, y)
@@ -173,8 +148,8 @@ class CarLapTask(Task):
         return self._update(reading).step_reward
 
     def success(self, reading: Reading) -> bool:
-        """A lap (every checkpoint in order) finished at this step; crashes end episodes, so
-        any lap that finishes is crash-free."""
+        """A lap (every checkpoint in order, by the car's odometry) finished at this step;
+        crashes end episodes, so any lap that finishes is crash-free."""
         return self._update(reading).lap_done
 
     def failure(self, reading: Reading) -> bool:
@@ -206,7 +181,7 @@ class CarLapTask(Task):
             lap.crashes = lap.stucks = lap.recoveries = 0
             if backend.is_simulated:
                 backend.place_car(*self._random_start(rng))
-            lap.target = self._checkpoint_ahead(backend.read()["pose"])
+            lap.target = self._checkpoint_ahead(odometry_pose(backend.read()))
             back_up = False
         else:
             back_up = lap.crash or lap.stuck or crashed(backend.read())
@@ -235,7 +210,7 @@ class CarLapTask(Task):
         (a car still rolling from the last episode may coast by): resuming towards a point
         behind the car would turn it into the wall."""
         lap, cps = self._lap, self.checkpoint_array
-        position = reading["pose"][:2]
+        position = odometry_pose(reading)[:2]
         target, after = cps[lap.target], cps[(lap.target + 1) % len(cps)]
         close = np.linalg.norm(target - position) < self.checkpoint_radius
         if close or np.linalg.norm(after - position) < np.linalg.norm(after - target):
@@ -256,7 +231,7 @@ class CarLapTask(Task):
             return lap
         lap.last_reading = reading
         cps = self.checkpoint_array
-        position = reading["pose"][:2]
+        position = odometry_pose(reading)[:2]
         distance = float(np.linalg.norm(cps[lap.target] - position))
         lap.step_reward, lap.lap_done = 0.0, False
         if lap.fresh:  # the reset's reading: a baseline for progress, no reward

@@ -28,12 +28,15 @@ class FakeCar:
         self.flipped_periods = flipped_periods  # a person rights the car after this many
         self.commands = []
         self.touching = False
+        self.impact = 0.0  # the IMU's peak deceleration (m/s^2) in the last period
 
     def read(self):
         return {
             "pose": self.pose.copy(),
+            "odom_pose": self.pose.copy(),
             "velocity": np.array([self.speed, 0.0, 0.0]),
             "imu_accel": np.zeros(3),
+            "imu_accel_peak": np.array([-self.impact, 0.0, 9.81]),
             "imu_gyro": np.zeros(3),
             "collision": np.array([float(self.touching)]),
             "flipped": np.array([float(self.flipped_periods > 0)]),
@@ -56,8 +59,10 @@ class FakeCar:
         y += self.speed * np.sin(yaw) * dt
         front = y + BODY * np.sin(yaw) * np.sign(self.speed or 1.0)
         self.touching = front >= WALL_Y
-        if self.touching:  # the wall stops the car where it hits
+        self.impact = 0.0
+        if self.touching:  # the wall stops the car where it hits, within ~20 ms
             y = min(y, WALL_Y - BODY * abs(np.sin(yaw)))
+            self.impact = abs(self.speed) / 0.02
             self.speed = 0.0
         self.pose = np.array([x, y, yaw])
 
@@ -69,10 +74,12 @@ class FakeCar:
 
 
 def drive_into_the_wall(car):
+    readings = []
     for _ in range(20):
         car.send({"speed": np.array([1.0]), "steering": np.array([0.0])})
         car.advance()
-    assert crashed(car.read())
+        readings.append(car.read())
+    assert any(crashed(r) for r in readings)  # the IMU felt the impact
 
 
 def test_the_fake_car_satisfies_the_backend_contract():

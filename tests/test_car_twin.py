@@ -98,7 +98,7 @@ def test_a_flipped_car_is_righted_where_it_lies(twin):
 def test_recovery_backs_away_from_the_wall_and_resumes(twin):
     twin.place_car(0.0, -3.25, -np.pi / 2)
     readings = drive(twin, 1.5, 0.0, 15)
-    assert crashed(readings[-1])
+    assert any(crashed(r) for r in readings)  # the impact (the IMU spike), not the wedge after
     wall_y = readings[-1]["pose"][1]
 
     seen = []

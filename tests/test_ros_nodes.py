@@ -98,8 +98,9 @@ def test_car_twin_node_through_the_ros_car_backend():
                             RosBackendConfig(max_age=1.0, slop=0.3, clock_timeout=3.0))
     try:
         reading = backend.wait_until_ready(timeout=20)
-        assert set(reading) >= {"pose", "velocity", "imu_accel", "imu_gyro", "collision",
-                                "flipped"}
+        assert set(reading) >= {"pose", "odom_pose", "velocity", "imu_accel", "imu_gyro",
+                                "imu_accel_peak", "flipped"}
+        assert "collision" not in reading  # the twin's contact flag: evaluation only
         start = reading["pose"].copy()
         drive = {"speed": np.array([1.5]), "steering": np.array([0.0])}
         for _ in range(15):

@@ -16,9 +16,11 @@ Arm commands:
     An entry left out keeps its last commanded value (as the real drivers do): a task's
     "stay" gripper action sends no ``gripper`` entry, and no ``tcp_quat`` keeps the orientation.
 Car readings:
-    ``pose`` (3: x, y, yaw from odometry), ``velocity`` (3: forward m/s, lateral m/s, yaw rate),
-    ``imu_accel`` (3) m/s^2, ``imu_gyro`` (3) rad/s, ``collision`` (1: 1.0 while touching a wall),
-    ``flipped`` (1), ``image/<camera>`` (H, W, 3) uint8.
+    ``odom_pose`` (3: x, y, yaw from the car's odometry), ``velocity`` (3: forward m/s, lateral
+    m/s, yaw rate), ``imu_accel`` (3) m/s^2, ``imu_accel_peak`` (3: the sample of largest
+    horizontal magnitude since the last read), ``imu_gyro`` (3) rad/s, ``flipped`` (1),
+    ``image/<camera>`` (H, W, 3) uint8; twin only (never for navigation or crash detection):
+    ``pose`` (3: the true pose; on ROS the odometry's), ``collision`` (1: touched a wall).
 Car commands:
     ``speed`` (1) m/s, ``steering`` (1) rad.
 Privileged readings (the twin only, for dense rewards, experts and tests): ``object/<name>_pos``

@@ -1,10 +1,18 @@
 """Crash and stuck detection and the autonomous recovery of the car (FastRLAP-style).
 
 Only readings in, commands out: nothing here imports MuJoCo or ROS 2, so the real car runs the
-very same logic as the twin. A crash is a wall collision or a flip; the car is stuck when it is
-told to go forward but has not moved for about a second (wedged against something the bumper does
-not report). Recovery backs up with a random steering angle for a random 1-1.5 s, then drives
-slowly towards the current checkpoint, so that practice goes on without a person.
+very same logic as the twin, and only from what the car's own sensors give:
+
+- a crash is an impact, a spike of horizontal acceleration on the IMU (``imu_accel_peak``: the
+  sample of largest horizontal magnitude since the last reading; ``imu_accel`` where a backend
+  has no peak), or a flip (``flipped``, from the odometry's or the IMU's orientation);
+- the car is stuck when it is told to go forward but its odometry says it has not moved for about
+  a second (wedged against something it hit too softly for the IMU to tell).
+
+The twin's contact flag (``collision``, ``/sim/collision`` on ROS) is never read here: it is
+ground truth for evaluation only. Recovery backs up with a random steering angle for a random
+1-1.5 s, then drives slowly towards the current checkpoint, so practice goes on without a
+person. Positions are the car's odometry (``odom_pose``), never the twin's true pose.
 """
 
 from __future__ import annotations
@@ -16,9 +24,30 @@ import numpy as np
 
 from robot_rl.envs.backend import CarBackend, Command, Reading
 
+IMPACT_ACCEL = 45.0
+"""Horizontal acceleration (m/s^2, ~4.6 g) above which the IMU saw an impact. On the twin
+(benchmarks in tests/test_car_crash_detection.py): driving, even random full-lock swerving,
+peaks below ~41 m/s^2; wall hits from 0.5 m/s peak at 50-200 m/s^2."""
+
+
+def impact(reading: Reading, threshold: float = IMPACT_ACCEL) -> bool:
+    """The IMU's horizontal acceleration spiked over ``threshold`` since the last reading."""
+    accel = reading.get("imu_accel_peak", reading["imu_accel"])
+    return bool(np.hypot(accel[0], accel[1]) > threshold)
+
 
 def crashed(reading: Reading) -> bool:
-    return bool(reading["collision"][0] > 0.5 or reading["flipped"][0] > 0.5)
+    """An impact or a flip, from the car's own sensors (never the twin's contact flag)."""
+    return impact(reading) or bool(reading["flipped"][0] > 0.5)
+
+
+RESUMED_SPEED = 0.1
+"""Forward speed (m/s) the car must have at the end of a recovery to count as free."""
+
+
+def odometry_pose(reading: Reading) -> np.ndarray:
+    """Where the car's odometry says it is (x, y, yaw): all that navigation may read."""
+    return reading["odom_pose"]
 
 
 def command(speed: float, steering: float) -> Command:
@@ -27,7 +56,7 @@ def command(speed: float, steering: float) -> Command:
 
 def steering_towards(reading: Reading, target_xy: np.ndarray, max_steering: float) -> float:
     """A proportional heading controller: steer at the target (bearing in the car frame)."""
-    x, y, yaw = reading["pose"]
+    x, y, yaw = odometry_pose(reading)
     bearing = np.arctan2(target_xy[1] - y, target_xy[0] - x) - yaw
     bearing = np.angle(np.exp(1j * bearing))
     return float(np.clip(1.5 * bearing, -max_steering, max_steering))
@@ -97,6 +126,11 @@ class CarRecovery:
             return command(self.reverse_speed, self._backup_steering)
         return command(self.resume_speed, steering_towards(reading, target_xy, self.max_steering))
 
+    def end_backup(self) -> None:
+        """Cut the backing up short (the car hit something behind it) and resume."""
+        if self._phase == "backup":
+            self._enter("resume", self.resume_seconds)
+
     def _enter(self, phase: str, seconds: tuple[float, float]) -> None:
         self._phase = phase
         self._steps_left = max(1, round(self.rng.uniform(*seconds) * self.control_hz))
@@ -104,11 +138,13 @@ class CarRecovery:
 
 def right_if_flipped(backend: CarBackend, reading: Reading) -> Reading:
     """A flipped car cannot drive out of it. The twin puts it back on its wheels where it lies;
-    the real car needs a person to right it, so there we wait (the driver holds it stopped)."""
+    the real car needs a person to right it, so there we wait (the driver holds it stopped).
+    The twin's own true pose places it: that is the twin standing in for the person, and the
+    car's odometry keeps its drift (``CarTwin.place_car``)."""
     if reading["flipped"][0] < 0.5:
         return reading
     if backend.is_simulated:
-        x, y, yaw = reading["pose"]
+        x, y, yaw = reading["pose"]  # twin only: where the twin's person finds the car
         backend.place_car(float(x), float(y), float(yaw))
     else:
         while reading["flipped"][0] > 0.5:
@@ -129,18 +165,27 @@ def recover(
 
     ``target(reading)`` is the point to resume towards (the task's current checkpoint; asked
     every step because the car may pass it while recovering). Backs up again (up to
-    ``max_attempts`` times) if the car ends in contact with a wall. Returns what happened.
+    ``max_attempts`` times) if the car hit something again while recovering, or is stuck at
+    the end of it. Returns what happened.
     """
     recovery = CarRecovery(backend.control_hz, rng)
     reading = right_if_flipped(backend, backend.read())
-    attempts = 0
+    attempts, hit, blocked = 0, False, False
     for attempts in range(1, max_attempts + 1):  # noqa: B007  (reported below)
         recovery.start(back_up=back_up or crashed(reading))
+        hit = False
         while (cmd := recovery.command(reading, target(reading))) is not None:
             backend.send(cmd)
             backend.advance()
             reading = right_if_flipped(backend, backend.read())
-        if not crashed(reading):
+            if crashed(reading):
+                if recovery.phase == "backup":  # backed into something: stop, drive on
+                    recovery.end_backup()
+                else:
+                    hit = True
+        # the resume phase was told to roll forward: still not rolling means blocked
+        blocked = reading["velocity"][0] < RESUMED_SPEED
+        if not (hit or blocked):
             break
         back_up = True
-    return {"attempts": attempts, "clear": not crashed(reading)}
+    return {"attempts": attempts, "clear": not (hit or blocked)}

@@ -317,40 +317,65 @@ class RosArmBackend(RosRobotBackend):
 
 
 class RosCarBackend(RosRobotBackend):
-    """CarBackend over ``odom`` and ``imu`` (+ cameras); commands on ``cmd_vel``. A wall
-    contact is read from the twin's ``/sim/collision`` (latched until the next read)."""
+    """CarBackend over ``odom`` and ``imu`` (+ cameras); commands on ``cmd_vel``.
+
+    Crash detection needs only these: ``imu_accel_peak`` is the IMU sample of largest
+    horizontal magnitude since the previous read (the IMU streams faster than the policy, so a
+    spike between two reads still counts). The twin's wall contact ``/sim/collision`` is read
+    only when ``twin_collision`` is set (evaluation in the twin: a ``collision`` entry, latched
+    until the next read); the car itself never subscribes to it."""
 
     FLIP_UP_Z = 0.3
 
-    def __init__(self, task, config: RosBackendConfig | None = None):
+    def __init__(self, task, config: RosBackendConfig | None = None,
+                 twin_collision: bool = False):
         config = config or RosBackendConfig()
         super().__init__(task, config, "/car")
         self.subscribe(self.topic("odom"), Odometry, self._odom_entries)
-        self.subscribe(self.topic("imu"), Imu, _imu_entries)
-        self._collided = False
-        self._collision_lock = threading.Lock()
-        self.node.create_subscription(Bool, "/sim/collision", self._on_collision, sensor_qos())
+        self.subscribe(self.topic("imu"), Imu, self._imu_entries)
+        self._latch_lock = threading.Lock()
+        self._accel_peak = np.zeros(3)
+        self._collided: bool | None = None
+        if twin_collision:
+            self._collided = False
+            self.node.create_subscription(Bool, "/sim/collision", self._on_collision,
+                                          sensor_qos())
         self._cmd_pub = self.node.create_publisher(Twist, self.topic("cmd_vel"), command_qos())
 
     def _odom_entries(self, msg: Odometry) -> Reading:
         pos, quat, velocity = convert.odometry_to_arrays(msg)
         _, x, y, _ = quat
         up_z = 1 - 2 * (x * x + y * y)
+        pose = np.array([pos[0], pos[1], convert.quat_to_yaw(quat)])
         return {
-            "pose": np.array([pos[0], pos[1], convert.quat_to_yaw(quat)]),
+            "odom_pose": pose,
+            "pose": pose.copy(),  # on a car the only pose there is: its odometry's
             "velocity": np.array([velocity[0], velocity[1], velocity[5]]),
             "flipped": np.array([float(up_z < self.FLIP_UP_Z)]),
         }
 
+    def _imu_entries(self, msg: Imu) -> Reading:
+        entries = _imu_entries(msg)
+        accel = entries["imu_accel"]
+        with self._latch_lock:
+            if np.hypot(accel[0], accel[1]) >= np.hypot(*self._accel_peak[:2]):
+                self._accel_peak = accel.copy()
+        return entries
+
     def _on_collision(self, msg: Bool) -> None:
         if msg.data:
-            with self._collision_lock:
+            with self._latch_lock:
                 self._collided = True
 
     def complete(self, reading: Reading) -> Reading:
-        with self._collision_lock:
-            reading["collision"] = np.array([float(self._collided)])
-            self._collided = False
+        with self._latch_lock:
+            peak, self._accel_peak = self._accel_peak, np.zeros(3)
+            if np.hypot(*reading["imu_accel"][:2]) > np.hypot(*peak[:2]):
+                peak = reading["imu_accel"].copy()
+            reading["imu_accel_peak"] = peak
+            if self._collided is not None:
+                reading["collision"] = np.array([float(self._collided)])
+                self._collided = False
         return reading
 
     def send(self, command: Command) -> None:

@@ -32,6 +32,9 @@ class ObservationMode:
     robot_mode: bool = False
     """Observe and score only what the robot's drivers publish (`up robot` sets it): no
     privileged state, no twin reading in reward, success or termination, no /sim/ topic."""
+    checkpoints: str | None = None
+    """car_lap: the checkpoints file of a recorded lap (`robot-rl record-lap` writes one);
+    default: the twin track's."""
 
     def resolved_privileged_state(self) -> bool:
         if self.robot_mode:
@@ -56,6 +59,12 @@ class ObservationMode:
             options["privileged_state"] = privileged
         elif self.privileged_state:
             raise ValueError(f"task {task!r} has no privileged state to turn on")
+        if self.checkpoints is not None:
+            if "checkpoints" not in names:
+                raise ValueError(f"task {task!r} takes no --checkpoints file")
+            from robot_rl.data.lap_checkpoints import load_checkpoints
+
+            options["checkpoints"] = load_checkpoints(self.checkpoints)
         if ground_truth is None:
             ground_truth = not (self.robot_mode and task_class.reward_needs_twin)
         if not ground_truth:
@@ -78,6 +87,7 @@ class ObservationMode:
             "image_size": self.image_size,
             "privileged_state": self.task_options(task).get("privileged_state", False),
             "robot_mode": self.robot_mode,
+            **({"checkpoints": self.checkpoints} if self.checkpoints is not None else {}),
         }
 
     def check_matches(self, meta: dict, task: str, where: str) -> None:
@@ -107,6 +117,7 @@ def observation_from_metadata(meta: dict, **overrides) -> ObservationMode:
         image_size=int(saved.get("image_size", meta.get("image_size", 64))),
         privileged_state=privileged,
         robot_mode=bool(saved.get("robot_mode", False)),
+        checkpoints=saved.get("checkpoints"),
     )
     return dataclasses.replace(mode, **{k: v for k, v in overrides.items() if v is not None})
 

@@ -1,7 +1,8 @@
 """The RC car twin as a ROS 2 driver (docs/ARCHITECTURE.md): ``odom`` (nav_msgs/Odometry, body-frame
 twist) and ``imu`` on sensor-data QoS; ``cmd_vel`` (Twist: linear.x speed m/s, angular.z yaw
 rate rad/s, reliable depth 1), turned into a steering angle with the car's Ackermann geometry;
-the twin-only wall contact on ``/sim/collision`` (std_msgs/Bool).
+the twin-only wall contact on ``/sim/collision`` (std_msgs/Bool, for evaluation only). ``odom``
+is the twin car's own drifting odometry, as a real car's driver publishes it, not its true pose.
 
     python -m robot_rl.sim.nodes.car_twin_node --ros-args -r __ns:=/car -p speedup:=5.0
 """
@@ -32,6 +33,14 @@ def steering_for(speed: float, yaw_rate: float, wheelbase: float, max_steering: 
     return float(np.clip(angle, -max_steering, max_steering))
 
 
+def _quat_multiply(a, b) -> np.ndarray:
+    """Hamilton product of quaternions (w, x, y, z)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
+
+
 class CarTwinNode(TwinDriverNode):
     robot = "car"
     default_task = "car_lap"
@@ -50,9 +59,17 @@ class CarTwinNode(TwinDriverNode):
     def publish_readings(self, reading: Reading, stamp: float) -> None:
         qpos = self.twin.data.qpos
         forward, lateral, yaw_rate = reading["velocity"]
+        # odom is the car's own odometry (drifting), not the twin's true pose; its orientation
+        # keeps the true tilt (an IMU sees it) turned by the odometry's yaw drift
+        x, y, odom_yaw = reading["odom_pose"]
+        drift = odom_yaw - reading["pose"][2]
+        turn = np.array([math.cos(drift / 2), 0.0, 0.0, math.sin(drift / 2)])
         self._odom_pub.publish(odometry_msg(
-            qpos[:3], qpos[3:7], [forward, lateral, 0.0, 0.0, 0.0, yaw_rate], stamp))
-        self._imu_pub.publish(imu_msg(qpos[3:7], reading["imu_gyro"], reading["imu_accel"],
+            [x, y, qpos[2]], _quat_multiply(turn, qpos[3:7]),
+            [forward, lateral, 0.0, 0.0, 0.0, yaw_rate], stamp))
+        # the accelerometer sample of the period with the largest horizontal magnitude: an
+        # impact between two publications still reaches the crash detector
+        self._imu_pub.publish(imu_msg(qpos[3:7], reading["imu_gyro"], reading["imu_accel_peak"],
                                       stamp))
         self._collision_pub.publish(Bool(data=bool(reading["collision"][0] > 0.5)))
 
