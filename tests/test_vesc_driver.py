@@ -20,7 +20,7 @@ from franka_harness import wait_for
 from ros_helpers import Spinner
 
 from robot_rl.drivers.car import vesc_protocol as proto
-from robot_rl.sim.cells.vesc_peer import VescPeer
+from robot_rl.sim.cells.vesc_peer import SimpleDrivetrain, VescPeer
 
 ERPM_PER_MPS = 60 / (2 * math.pi * 0.05) * 10 * 2  # wheel radius 0.05, gear 10, 4 poles
 PARAMS = dict(
@@ -194,11 +194,16 @@ def test_telemetry_becomes_odom_and_the_imu_packet_becomes_imu(rig):
         30.0,
         "the odometry to move half a metre",
     )
+    speeds = [m.twist.twist.linear.x for m in car.odom]
+    assert max(speeds) == pytest.approx(1.0, abs=1e-3)
+    # cmd_vel stops, the watchdog zeroes the motor: then odometry and tachometer stand still
+    wait_for(lambda: car.odom[-1].twist.twist.linear.x == 0.0, 30.0, "the car to stop")
+    count = len(car.odom)
+    wait_for(lambda: len(car.odom) > count + 3, 30.0, "odom at a standstill")
     msg = car.odom[-1]
-    assert msg.twist.twist.linear.x == pytest.approx(1.0, abs=1e-3)
     assert msg.pose.pose.position.y == pytest.approx(-2.0, abs=1e-3)
-    expected = peer.model.tachometer / 6 / 2 / 10 * 2 * math.pi * 0.05 + 1.0
-    assert msg.pose.pose.position.x == pytest.approx(expected, abs=0.1)
+    metres = round(peer.model.tachometer) / 6 / 2 / 10 * 2 * math.pi * 0.05
+    assert msg.pose.pose.position.x == pytest.approx(1.0 + metres, abs=2e-3)
 
 
 def test_bad_crcs_are_counted_and_skipped(rig):
@@ -232,9 +237,15 @@ def test_a_silent_peer_is_an_error_and_gets_zero(rig):
 def test_the_port_is_reopened_after_it_went_away(rig):
     peer, car = rig
     wait_for(lambda: car.odom, 30.0, "odom")
+    keep_driving(
+        car, 1.0, 0.0, lambda: car.odom[-1].pose.pose.position.x > 1.3, 30.0, "the car to move"
+    )
     peer.unplug()
     wait_for(lambda: car.status.get("mode") == "disconnected", 30.0, "the lost port")
     assert car.status["level"] == 2
+    x = car.odom[-1].pose.pose.position.x
+    # it comes back rebooted: its tachometer counts from 0 again, the odometry must not jump
+    peer.model = SimpleDrivetrain()
     peer.plug()
     wait_for(lambda: int(car.status.get("reconnects", 0)) >= 1, 30.0, "the reconnection")
     count = len(car.odom)
@@ -246,6 +257,7 @@ def test_the_port_is_reopened_after_it_went_away(rig):
         30.0,
         "odom and commands over the new port",
     )
+    assert x - 0.05 < car.odom[-1].pose.pose.position.x < x + 0.5
 
 
 def test_the_watchdog_stops_the_motor(rig):

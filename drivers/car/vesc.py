@@ -137,6 +137,7 @@ class VescDriver(DeviceNode):
         self.refused = 0
         self.last_refusal = ""
         self.last_values: proto.Values | None = None
+        self._reconnects_seen = 0
         self._ros_ready = False
 
     # -- lifecycle hooks ---------------------------------------------------------------------
@@ -225,6 +226,10 @@ class VescDriver(DeviceNode):
             return
         self.last_values = values
         odo = self.odometry
+        if self.link is not None and self.link.reconnects != self._reconnects_seen:
+            # a VESC that comes back may have rebooted: its tachometer no longer continues
+            self._reconnects_seen = self.link.reconnects
+            odo.restart_tachometer()
         odo.update(values.erpm, values.tachometer, steering_of_servo(servo, self.servo))
         quat = (math.cos(odo.yaw / 2), 0.0, 0.0, math.sin(odo.yaw / 2))
         c = self.config

@@ -98,6 +98,10 @@ class Odometry:
         self.distance = 0.0
         self._tach: int | None = None
 
+    def restart_tachometer(self) -> None:
+        """The next telemetry sets a new origin (the VESC may have rebooted, counting from 0)."""
+        self._tach = None
+
     def update(self, erpm: float, tachometer: int, steering: float) -> None:
         g = self.geometry
         curvature = math.tan(steering) / g.wheelbase
