@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from robot_rl.robot_kinds import robot_kind
@@ -237,6 +238,8 @@ def learner_process(cfg: StackConfig) -> ProcessSpec:
     if cfg.cameras:
         args += ["--cameras", *cfg.cameras]
     args += cfg.observation_args()
+    if cfg.mode == "robot":  # its checkpoints then say they come from this robot, not the twin
+        args += ["--hardware", str(Path(cfg.hardware).absolute())]
     if cfg.total_steps is not None:
         args += ["--total-steps", str(cfg.total_steps)]
     return ProcessSpec(name="learner", role="learner", module=CLI_MODULE,

@@ -1,16 +1,32 @@
-"""`robot-rl eval`: success rate with a 95% confidence interval, cycle time, optional MP4."""
+"""`robot-rl eval`: success rate with a 95% confidence interval, cycle time, optional MP4.
+
+Where it evaluates:
+
+- on the twin (the default): the checkpoint's observation mode, scored by the task's ground
+  truth. A checkpoint a learner wrote from a robot's data (``up robot``: its meta.json says
+  ``backend: robot``) is refused there in one line unless ``--on-twin`` says that the twin's
+  figure is what you want: it is the twin's, not the robot's, and printed as such;
+- on a robot (``--hardware FILE``, robot_rl.runtime.robot_evaluation): the ROS 2 backend on the
+  hardware file's drivers (started and stopped here), in robot mode; success from the operator
+  (``--operator``) or the reward classifier, never from the twin; a line per episode and a
+  JSON-lines report.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
+from robot_rl.errors import UserError
+from robot_rl.rewards.operator import OperatorOptions
+from robot_rl.ros.config import RosBackendConfig
+
 
 @dataclass
-class EvalConfig:
+class EvalConfig(OperatorOptions):
     checkpoint: str
     """A checkpoint directory (step_*/) or a run's checkpoints/ directory (newest is used)."""
     task: str | None = None
@@ -20,7 +36,7 @@ class EvalConfig:
     seed: int = 1_000
     """Seed of the first evaluation episode's reset."""
     video: str | None = None
-    """Write an MP4 of the episodes to this path."""
+    """Write an MP4 of the episodes to this path (twin only)."""
     video_size: int = 256
     """Side of the video frames in pixels."""
     json_out: bool = False
@@ -28,37 +44,98 @@ class EvalConfig:
     privileged_state: bool | None = None
     """Override the checkpoint's recorded privileged state (a checkpoint written before runs
     recorded their observation mode had it on)."""
+    on_twin: bool = False
+    """Evaluate a checkpoint trained on a robot (backend 'robot') on the twin anyway: the
+    twin's figure, not the robot's. Without it eval refuses such a checkpoint on the twin."""
+    hardware: str | None = None
+    """Evaluate on the robot of this hardware file (hardware/*.yaml) instead of the twin;
+    success from --operator or --reward-classifier, never from the twin."""
+    reward_classifier: str | None = None
+    """With --hardware: a reward classifier checkpoint that judges success."""
+    start_drivers: bool = True
+    """With --hardware: start the hardware file's driver nodes (as `up robot` does) and stop
+    them at the end; --no-start-drivers uses nodes that already run."""
+    ready_timeout: float = 120.0
+    """With --hardware: seconds for every driver node to become active."""
+    grace: float = 20.0
+    """With --hardware: seconds between SIGINT and SIGKILL when stopping the drivers."""
+    report: str | None = None
+    """With --hardware: the JSON-lines report (a line per episode, then the summary); default
+    <run>/eval/<hardware name>-<time>.jsonl beside the run's checkpoints/."""
+    ros: RosBackendConfig = field(
+        default_factory=lambda: RosBackendConfig(use_sim_time=False, service_timeout=60.0)
+    )
+    """With --hardware: the ROS 2 backend's bounds (namespaces come from the hardware file;
+    wall time unless --ros.use-sim-time, for twin nodes posing as hardware)."""
+
+    def validate(self) -> None:
+        if self.episodes < 1:
+            raise UserError("--episodes must be >= 1")
+        self.check_operator()
+        if self.hardware is None:
+            if self.operator != "off" or self.reward_classifier:
+                raise UserError(
+                    "--operator and --reward-classifier judge success on a robot: give "
+                    "--hardware FILE (on the twin the task's ground truth judges it)"
+                )
+            return
+        if self.on_twin:
+            raise UserError("--on-twin and --hardware exclude each other")
+        if self.video:
+            raise UserError("--video renders the twin: it does not go with --hardware")
+        if not self.ready_timeout > 0 or self.grace < 0:
+            raise UserError("--ready-timeout must be > 0 and --grace >= 0")
 
 
 def run(config: EvalConfig) -> int:
     console = Console(soft_wrap=True)
-    from robot_rl.agents.checkpoint import (
-        CheckpointError,
-        latest_checkpoint,
-        read_config,
-        read_metadata,
-        restore_agent,
-    )
+    from robot_rl.agents.checkpoint import CheckpointError, latest_checkpoint, read_metadata
+
+    config.validate()
+    path = latest_checkpoint(config.checkpoint)
+    if path is None:
+        raise UserError(f"no checkpoint at {config.checkpoint}")
+    try:
+        meta = read_metadata(path)
+    except CheckpointError as err:  # a damaged meta.json: one line that names it
+        raise UserError(str(err)) from None
+    if config.hardware is not None:
+        from robot_rl.runtime.robot_evaluation import evaluate_on_hardware
+
+        try:
+            summary = evaluate_on_hardware(config, Path(path), meta, console)
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/]: the episodes so far are in the report")
+            return 130
+        if config.json_out:
+            print(json.dumps(summary))
+        else:
+            _print_result(console, f"{summary['task']} on {summary['hardware']}", path, summary)
+            console.print(f"success judged by {summary['success_judged_by']}; report "
+                          f"{summary['report']}")  # fmt: skip
+        return 0
+    return _evaluate_on_twin(config, path, meta, console)
+
+
+def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) -> int:
+    from robot_rl.agents.checkpoint import CheckpointError, read_config, restore_agent
     from robot_rl.agents.sac import SACAgent
     from robot_rl.runtime.environments import make_env
     from robot_rl.runtime.evaluation import evaluate
     from robot_rl.runtime.observation_mode import observation_from_metadata
     from robot_rl.runtime.video import VideoRecorder
 
-    if config.episodes < 1:
-        console.print("[red]error:[/] --episodes must be >= 1")
-        return 2
-    path = latest_checkpoint(config.checkpoint)
-    if path is None:
-        console.print(f"[red]error:[/] no checkpoint at {config.checkpoint}")
-        return 2
-    try:
-        meta = read_metadata(path)
-    except CheckpointError as err:  # a damaged meta.json: one line that names it
-        console.print(f"[red]error:[/] {err}")
-        return 2
     task = config.task or meta.get("task")
     backend, env_id = meta.get("backend", "twin"), meta.get("env_id", "")
+    trained_on_robot = backend == "robot"
+    if trained_on_robot and not config.on_twin:
+        where = meta.get("hardware") or "a robot"
+        raise UserError(
+            f"{path} was trained on {where}: evaluate it there with --hardware FILE, or give "
+            "--on-twin for the twin's figure (not the robot's)"
+        )
+    if trained_on_robot:
+        backend = "twin"
     try:
         # the observation mode the checkpoint was trained in, scored by the twin's ground truth
         mode = observation_from_metadata(meta, privileged_state=config.privileged_state)
@@ -66,7 +143,7 @@ def run(config: EvalConfig) -> int:
         env = make_env(backend, task, env_id, config.seed, options)
         template = SACAgent.create(0, env.observation_space, env.action_space, read_config(path))
         agent = restore_agent(path, template)
-    except (ValueError, CheckpointError) as err:
+    except (ValueError, CheckpointError) as err:  # a checkpoint of another shape or mode
         console.print(f"[red]error:[/] {err}")
         return 2
 
@@ -82,30 +159,39 @@ def run(config: EvalConfig) -> int:
     control_hz = getattr(getattr(env, "task", None), "control_hz", None)
     label = task if backend == "twin" else env_id
     out = {"checkpoint": str(path), "task": label, "step": meta.get("step"), **result.as_dict()}
+    if trained_on_robot:
+        out["evaluated_on"] = "twin"
+        out["trained_on"] = meta.get("hardware") or "robot"
     if control_hz:
         out["cycle_time_s"] = result.length_mean / control_hz
     if recorder:
         out["video"] = str(recorder.close())
     if config.json_out:
         print(json.dumps(out))
-    else:
+        return 0
+    if trained_on_robot:
+        label = f"{label} on the twin (trained on {out['trained_on']})"
+    _print_result(console, label, path, out)
+    if result.final_info:
         console.print(
-            f"{label} @ {Path(path).name}: success {result.success_rate:.0%} "
-            f"(95% CI {result.success_ci_low:.0%}-{result.success_ci_high:.0%}) over "
-            f"{result.episodes} episodes; "
-            f"return {result.return_mean:.1f} +- {result.return_std:.1f}; "
-            f"episode length {result.length_mean:.1f} steps"
-            + (f" = {out['cycle_time_s']:.1f} s" if control_hz else "")
+            "at episode end: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result.final_info.items()))
         )
-        if result.failure_rate:
-            console.print(
-                f"episodes ending in failure (crash, dropped object): {result.failure_rate:.0%}"
-            )
-        if result.final_info:
-            console.print(
-                "at episode end: "
-                + ", ".join(f"{k} {v:.2f}" for k, v in sorted(result.final_info.items()))
-            )
-        if recorder:
-            console.print(f"video: {out['video']}")
+    if recorder:
+        console.print(f"video: {out['video']}")
     return 0
+
+
+def _print_result(console: Console, label: str, path, out: dict) -> None:
+    cycle = out.get("cycle_time_s")
+    console.print(
+        f"{label} @ {Path(path).name}: success {out['success_rate']:.0%} "
+        f"(95% CI {out['success_ci_low']:.0%}-{out['success_ci_high']:.0%}) over "
+        f"{out['episodes']} episodes; "
+        f"return {out['return_mean']:.1f} +- {out['return_std']:.1f}; "
+        f"episode length {out['length_mean']:.1f} steps" + (f" = {cycle:.1f} s" if cycle else "")
+    )
+    if out["failure_rate"]:
+        console.print(
+            f"episodes ending in failure (crash, dropped object): {out['failure_rate']:.0%}"
+        )

@@ -364,7 +364,7 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
         console.print(f"evaluating the final checkpoint on the in-process twin "
                       f"({cfg.eval_episodes} episodes)")
         result = evaluate_checkpoint(learner_dir / "checkpoints", cfg.eval_episodes,
-                                     run_dir / "logs" / "eval.log")
+                                     run_dir / "logs" / "eval.log", on_twin=cfg.mode == "robot")
         report["eval"] = result
         with open(learner_dir / "eval.jsonl", "a") as f:
             # the curves' x axis is environment steps (the result's own "step" counts updates)
@@ -374,10 +374,11 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
     return report
 
 
-def evaluate_checkpoint(checkpoints: Path, episodes: int, log: Path) -> dict:
-    """``robot-rl eval --json-out`` in its own process (its JAX and MuJoCo stay out of ours)."""
+def evaluate_checkpoint(checkpoints: Path, episodes: int, log: Path, on_twin=False) -> dict:
+    """``robot-rl eval --json-out`` in its own process (its JAX and MuJoCo stay out of ours);
+    ``on_twin``: a robot run's checkpoint, evaluated on the twin as the console line says."""
     command = [sys.executable, "-m", "robot_rl.cli", "eval", "--checkpoint", str(checkpoints),
-               "--episodes", str(episodes), "--json-out"]
+               "--episodes", str(episodes), "--json-out", *(["--on-twin"] if on_twin else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:

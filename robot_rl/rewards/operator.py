@@ -224,12 +224,11 @@ class OperatorSuccess(gym.Wrapper):
     """Reward 1 and the episode's end on the operator's success key or button.
 
     A success event that arrived since the last step pays this step and ends the episode as
-    terminated; ``info`` gains ``operator_success`` and ``success`` is the reward sources'
-    verdict (the operator's, or a classifier's under this wrapper: ``classifier_success``).
-    Without a classifier the env's own reward and its termination on (ground-truth) success are
-    dropped, as ``ClassifierReward`` drops them: only the operator pays; a real failure (an
-    object knocked off the table) still ends the episode. A reject event outside a relabelling
-    query means nothing and is dropped."""
+    terminated, with ``info["success"]`` true; ``info`` gains ``operator_success``. Otherwise
+    the step is the wrapped env's: a classifier's reward under this wrapper, or the task's own
+    where it scores itself (in robot mode a task whose scoring reads the twin pays nothing, so
+    the operator is then the only source). A reject event outside a relabelling query means
+    nothing and is dropped."""
 
     def __init__(self, env: gym.Env, operator: OperatorInput, *, owns_operator: bool = True):
         super().__init__(env)
@@ -257,18 +256,12 @@ class OperatorSuccess(gym.Wrapper):
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         said_success = SUCCESS in self.operator.poll()
-        classifier = "classifier_success" in info  # a ClassifierReward below scores too
-        if classifier:
-            success = bool(info["classifier_success"])
-        else:  # only the operator pays: the env's (ground-truth) reward and success go
-            reward, success = 0.0, False
-            terminated = terminated and not info.get("success", False)  # a failure stays
         if said_success:
             self.successes += 1
-            reward, terminated, truncated, success = 1.0, True, False, True
+            reward, terminated, truncated = 1.0, True, False
+            info = {**info, "success": True}
             logger.info("operator: success (%s)", self.operator.describe(SUCCESS))
-        info = {**info, "operator_success": said_success, "success": success}
-        return obs, float(reward), terminated, truncated, info
+        return obs, float(reward), terminated, truncated, {**info, "operator_success": said_success}
 
     def close(self):
         try:

@@ -1,8 +1,15 @@
-"""Deterministic-policy evaluation with a confidence interval on the success rate."""
+"""Deterministic-policy evaluation with a confidence interval on the success rate.
+
+``evaluate`` runs on any env: the twin (success is the task's ground truth) or a robot (success
+is what its reward source says: the operator or the classifier, ``robot_rl.rewards``); an
+``on_episode`` callback hears each episode's figures as it ends (progress lines, a report that
+survives a crash).
+"""
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -49,12 +56,19 @@ def evaluate(
     episodes: int,
     seed: int,
     on_frame: Callable[[gym.Env], None] | None = None,
+    on_episode: Callable[[dict], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> EvalResult:
-    """Run ``episodes`` episodes of ``policy`` (observation -> action) from seeded resets."""
+    """Run ``episodes`` episodes of ``policy`` (observation -> action) from seeded resets.
+    ``on_episode`` gets each episode's figures (episode, return, length, success, failure,
+    seconds) as it ends; ``on_start`` the episode's index once its reset is done."""
     returns, lengths, successes, failures = [], [], 0, 0
     finals: dict[str, list[float]] = {}
     for episode in range(episodes):
+        started = time.monotonic()
         obs, info = env.reset(seed=seed + episode)
+        if on_start is not None:
+            on_start(episode)
         total, length, success = 0.0, 0, False
         while True:
             obs, reward, terminated, truncated, info = env.step(policy(obs))
@@ -65,7 +79,14 @@ def evaluate(
             success = success or episode_success(info)
             if terminated or truncated:
                 break
-        failures += int(terminated and not episode_success(info))
+        failed = bool(terminated and not episode_success(info))
+        failures += int(failed)
+        if on_episode is not None:
+            on_episode({
+                "episode": episode, "return": float(total), "length": length,
+                "success": bool(success), "failure": failed,
+                "seconds": time.monotonic() - started,
+            })  # fmt: skip
         for key, value in info.items():
             if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
                 finals.setdefault(key, []).append(float(value))

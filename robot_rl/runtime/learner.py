@@ -111,6 +111,10 @@ class LearnerConfig(ObservationMode):
     in float32, as stored); a transition beyond it is refused, never stored."""
     log_every: float = 5.0
     """Seconds between progress lines."""
+    hardware: str | None = None
+    """The hardware file of the robot the actors run on (`up robot` passes it): checkpoints
+    record backend 'robot' and this file, so `robot-rl eval` does not take them for twin runs.
+    None: the actors run on the twin (`up sim`); a resumed run keeps its checkpoint's."""
     agent: AgentConfig = field(
         default_factory=lambda: AgentConfig(
             num_critics=10, critic_subsample=2, init_temperature=0.01
@@ -222,6 +226,8 @@ class Learner:
         self.replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
         self.demos = ReplayBuffer.load(checkpoint / DEMO_FILE)
         meta = read_metadata(checkpoint)
+        if self.cfg.hardware is None and meta.get("hardware"):  # robot data stays robot data
+            self.cfg = dataclasses.replace(self.cfg, hardware=meta["hardware"])
         self.cursors, self.streams = meta["cursors"], meta["streams"]
         self.received, self.updates = meta["received"], meta["updates"]
         self.version, self.episodes = meta["version"], meta["episodes"]
@@ -359,7 +365,8 @@ class Learner:
             extra_writers={REPLAY_FILE: self.replay.save, DEMO_FILE: self.demos.save},
             metadata={
                 "task": self.cfg.task,
-                "backend": "twin",
+                "backend": "robot" if self.cfg.hardware else "twin",
+                "hardware": self.cfg.hardware,
                 "env_id": "",
                 "cameras": list(self.cfg.cameras),
                 "image_size": self.cfg.image_size,

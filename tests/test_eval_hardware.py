@@ -1,0 +1,201 @@
+"""``robot-rl eval --hardware FILE`` (issue 17, point 8): a checkpoint a learner wrote from robot
+data is evaluated on the robot, with success from the operator, never from the twin.
+
+The robot here is the twin's arm node posing as hardware (a hardware file that names it as the
+driver; it keeps simulated time, so ``--ros.use-sim-time``), started by eval as ``up robot``
+starts drivers. The operator is a real /teleop/joy publisher: it presses the success button in
+the first episode and not in the second. Also: the learner records the backend its data came
+from, eval refuses a robot checkpoint on the twin unless --on-twin, and on a robot it refuses to
+run without a success source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("mujoco")
+pytest.importorskip("rclpy")
+
+from operator_helpers import JoyDevice, wait_for
+
+from robot_rl.agents.config import AgentConfig
+
+TASK = "pick_cube"
+SMALL = AgentConfig(num_critics=2, hidden_dims=(32, 32))
+
+
+def robot_checkpoint(directory: Path, hardware: str) -> Path:
+    """A robot-mode (state only) checkpoint as a learner fed by `up robot` writes it."""
+    from robot_rl.agents.checkpoint import save_checkpoint
+    from robot_rl.agents.sac import SACAgent
+    from robot_rl.envs.task import make_task
+    from robot_rl.runtime.observation_mode import ObservationMode
+
+    mode = ObservationMode(robot_mode=True)
+    task = make_task(TASK, **mode.task_options(TASK))
+    agent = SACAgent.create(0, task.observation_space(), task.action_space(), SMALL)
+    meta = {
+        "task": TASK,
+        "backend": "robot",
+        "hardware": hardware,
+        "env_id": "",
+        "observation": mode.metadata(TASK),
+    }
+    return save_checkpoint(directory / "checkpoints", 100, agent, metadata=meta)
+
+
+def twin_hardware(directory: Path) -> Path:
+    path = directory / "twin_as_hardware.yaml"
+    path.write_text(
+        "name: twin_as_hardware\n"
+        "robot: {kind: arm, model: franka_fr3, namespace: /arm}\n"
+        "nodes:\n"
+        "  - name: arm_twin\n"
+        "    executable: robot-rl-arm-twin\n"
+        "    namespace: /arm\n"
+        f"    parameters: {{task: {TASK}, speedup: 4.0, seed: 0}}\n"
+    )
+    return path
+
+
+def cli(*args, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "robot_rl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        **kwargs,
+    )
+
+
+def one_line(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, (done.returncode, lines)
+    return lines[0]
+
+
+def test_eval_on_the_robot_counts_the_operators_successes(tmp_path):
+    hardware = twin_hardware(tmp_path)
+    checkpoint = robot_checkpoint(tmp_path / "run", str(hardware))
+    report = tmp_path / "report.jsonl"
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "COLUMNS": "250",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "robot_rl.cli",
+        "eval",
+        "--checkpoint",
+        str(checkpoint),
+        "--hardware",
+        str(hardware),
+        "--operator",
+        "joy",
+        "--success-button",
+        "3",
+        "--episodes",
+        "2",
+        "--ros.use-sim-time",
+        "True",
+        "--report",
+        str(report),
+        "--grace",
+        "10",
+    ]
+    device = JoyDevice()
+    lines: list[str] = []
+    evaluation = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    reader = threading.Thread(target=lambda: lines.extend(evaluation.stdout), daemon=True)
+    reader.start()
+
+    def said(text: str) -> bool:
+        assert evaluation.poll() is None or any(text in line for line in lines), "".join(lines)
+        return any(text in line for line in lines)
+
+    try:
+        wait_for(lambda: said("episode 1/2: running"), 120.0, "the first episode")
+        # the operator holds the success button until eval counts it (one press)
+        device.press(3, lambda: said("episode 1/2: success"), 60.0, "the operator's success")
+        wait_for(lambda: evaluation.poll() is not None, 120.0, "the evaluation to end")
+    finally:
+        if evaluation.poll() is None:
+            evaluation.kill()
+        evaluation.wait(30)
+        reader.join(10)
+        device.close()
+    output = "".join(lines)
+    assert evaluation.returncode == 0, output
+    records = [json.loads(line) for line in report.read_text().splitlines()]
+    first, second, summary = records
+    assert first["success"] and first["return"] == 1.0 and first["length"] < 100
+    # no press in the second episode: no success, whatever the twin's cube did
+    assert not second["success"] and second["return"] == 0.0 and second["length"] == 100
+    assert summary["success_rate"] == 0.5 and summary["episodes"] == 2
+    assert summary["success_judged_by"] == "the operator (joy)"
+    assert summary["trained_on"] == str(hardware)
+    assert "episode 2/2: no success after 100 steps" in output
+
+
+def test_eval_refusals_are_one_line(tmp_path):
+    hardware = twin_hardware(tmp_path)
+    checkpoint = robot_checkpoint(tmp_path / "run", str(hardware))
+    line = one_line(cli("eval", "--checkpoint", str(checkpoint), "--episodes", "1"))
+    assert "was trained on" in line and "--hardware" in line and "--on-twin" in line
+    line = one_line(cli("eval", "--checkpoint", str(checkpoint), "--hardware", str(hardware)))
+    assert "--operator keyboard|joy or --reward-classifier" in line
+    line = one_line(cli("eval", "--checkpoint", str(checkpoint), "--operator", "joy"))
+    assert "give --hardware" in line
+    done = cli(
+        "eval", "--checkpoint", str(checkpoint), "--episodes", "1", "--on-twin", "--json-out"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["evaluated_on"] == "twin" and result["trained_on"] == str(hardware)
+
+
+def test_learner_checkpoints_record_the_backend_up_robot_names(tmp_path):
+    from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
+    from robot_rl.runtime.learner import Learner, LearnerConfig
+    from robot_rl.stack import StackConfig, learner_process
+
+    hardware = twin_hardware(tmp_path)
+    robot = learner_process(StackConfig(mode="robot", hardware=str(hardware)))
+    assert robot.arguments[robot.arguments.index("--hardware") + 1] == str(hardware.absolute())
+    assert "--hardware" not in learner_process(StackConfig(mode="sim")).arguments
+    for name, given, backend in (("robot", str(hardware), "robot"), ("twin", None, "twin")):
+        learner = Learner(
+            LearnerConfig(
+                run_dir=str(tmp_path / name),
+                hardware=given,
+                robot_mode=given is not None,
+                agent=SMALL,
+                demos=0,
+                bind="tcp://127.0.0.1:0",
+            )
+        )
+        learner.server = SimpleNamespace(received=queue.Queue())  # no actor: nothing arrives
+        assert learner.checkpoint(final=True)
+        meta = read_metadata(latest_checkpoint(tmp_path / name / "checkpoints"))
+        assert (meta["backend"], meta["hardware"]) == (backend, given)
+        learner.ingest_log.close()
