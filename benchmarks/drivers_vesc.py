@@ -78,7 +78,11 @@ def main() -> int:
     )
     pub = client.create_publisher(Twist, "/car/cmd_vel", command_qos())
     estop = client.create_client(SetBool, "/car/estop")
-    spin = threading.Thread(target=rclpy.spin, args=(client,), daemon=True)
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor()
+    executor.add_node(client)
+    spin = threading.Thread(target=executor.spin, daemon=True)
     spin.start()
     try:
         deadline = time.monotonic() + 60
@@ -130,6 +134,8 @@ def main() -> int:
     finally:
         os.killpg(node.pid, signal.SIGINT)
         node.wait(20)
+        executor.shutdown(timeout_sec=2.0)
+        spin.join(timeout=2.0)
         client.destroy_node()
         rclpy.try_shutdown()
         peer.close()
