@@ -230,3 +230,44 @@ def test_robot_mode_actor_refuses_the_ground_truth_labeller(tmp_path):
     assert done.returncode == 2
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and "ground-truth labeller" in lines[0], lines
+
+
+def test_up_robot_gives_its_actor_the_operator_and_refuses_the_keyboard(tmp_path):
+    import tyro
+
+    from robot_rl.commands.up import UpConfig, planned_processes
+    from robot_rl.runtime.actor import ActorConfig
+
+    hardware = "hardware/fr3_sim.yaml"
+    cfg = UpConfig(
+        mode="robot",
+        hardware=hardware,
+        cameras=("front",),
+        reward_classifier="c",
+        relabel_false_positives=True,
+        operator="joy",
+        success_button=5,
+        label_timeout=20.0,
+    )
+    cfg.validate()
+    actor = next(
+        p for p in planned_processes(cfg, tmp_path, "tcp://127.0.0.1:1") if p.role == "actor"
+    )
+    parsed = tyro.cli(ActorConfig, args=list(actor.arguments))
+    assert (parsed.operator, parsed.success_button, parsed.label_timeout) == ("joy", 5, 20.0)
+    assert parsed.relabel_false_positives and parsed.robot_mode
+    parsed.validate()  # the actor takes what up gives it
+    with pytest.raises(UserError, match="robot mode: the ground-truth labeller"):
+        UpConfig(
+            mode="robot",
+            hardware=hardware,
+            cameras=("front",),
+            reward_classifier="c",
+            relabel_false_positives=True,
+        ).validate()
+    with pytest.raises(UserError, match="has no terminal"):
+        planned_processes(
+            UpConfig(mode="robot", hardware=hardware, operator="keyboard"),
+            tmp_path,
+            "tcp://127.0.0.1:1",
+        )

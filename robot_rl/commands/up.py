@@ -28,6 +28,8 @@ import tyro
 from rich.console import Console
 
 from robot_rl.agents.config import AgentConfig
+from robot_rl.rewards.labelers import RelabelOptions
+from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.runtime.observation_mode import ObservationMode
 
 LEARNER_AGENT = AgentConfig(num_critics=10, critic_subsample=2, init_temperature=0.01)
@@ -36,7 +38,7 @@ LEARNER_BATCH_SIZE, LEARNER_UTD_RATIO = 256, 2
 
 
 @dataclass
-class UpConfig(ObservationMode):
+class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     mode: tyro.conf.Positional[Literal["sim", "robot"]]
     """'sim': the MuJoCo twin's nodes; 'robot': the driver nodes of --hardware."""
     task: str = "pick_cube"
@@ -95,7 +97,10 @@ class UpConfig(ObservationMode):
         self.agent.validate()
         mode = self.observation()
         mode.task_options(self.task)  # refuses a privileged state the mode forbids
-        mode.check_reward_source(self.task, self.reward_classifier)
+        self.check_operator()  # the actor's operator: its success button, its relabelling
+        self.check_relabel(self.reward_classifier, self.operator, mode.robot_mode)
+        operator = None if self.operator == "off" else f"--operator {self.operator}"
+        mode.check_reward_source(self.task, self.reward_classifier or operator)
 
     def observation(self) -> ObservationMode:
         """The run's observation mode: robot mode always in 'up robot'."""
@@ -138,7 +143,9 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         learner_args += ["--start-steps", str(cfg.start_steps)]
     if cfg.demo_path:
         learner_args += ["--demo-path", str(Path(cfg.demo_path).absolute())]
-    actor_args = []
+    from robot_rl.rewards.reward_sources import reward_source_args
+
+    actor_args = reward_source_args(cfg)
     if cfg.reward_classifier:
         actor_args += ["--reward-classifier", str(Path(cfg.reward_classifier).absolute())]
     if operator_interventions(cfg):
