@@ -67,6 +67,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "RecordDemosConfig",
         "successful demonstration episodes as MCAP files (ROS 2 encoding) for --demo-path",
     ),
+    "record-lap": (
+        "robot_rl.commands.record_lap",
+        "RecordLapConfig",
+        "one teleoperated car lap (odometry MCAP) and the car_lap checkpoints it gives",
+    ),
     "record-labels": (
         "robot_rl.commands.record_labels",
         "RecordLabelsConfig",

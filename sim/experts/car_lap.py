@@ -2,8 +2,10 @@
 
 Racing mode brakes for the turns ahead (speed from the curvature within the braking distance);
 demonstration mode drives a slow, steady lap, the one that FastRLAP's operator drives once to
-record the checkpoints (``record_demo_lap``). Run as a script it prints the checkpoints of the
-default track for ``tasks/car_lap.py``.
+record the checkpoints. ``TeleopLapDriver`` is that operator at a simulated gamepad
+(``/teleop/twist``), and ``record_twin_lap`` runs ``robot-rl record-lap`` on the twin's ROS 2 node
+with it; run as a script, that writes the twin track's checkpoints file
+(``tasks/car_lap_checkpoints/twin_track.json``).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class CarLapExpert:
 
 
 def record_demo_lap(task, speed: float = 1.0, seed: int = 0) -> np.ndarray:
-    """Poses (N, 3) of one slow expert lap on the twin from the start of the track."""
+    """Poses (N, 3) of one slow expert lap on the in-process twin from the start of the track."""
     from robot_rl.sim.car_twin import make_car_twin
 
     twin = make_car_twin(task.replace(cameras=()))
@@ -93,13 +95,146 @@ def record_demo_lap(task, speed: float = 1.0, seed: int = 0) -> np.ndarray:
     return np.array(poses)
 
 
-if __name__ == "__main__":
-    from robot_rl.tasks.car_lap import CarLapTask, checkpoints_from_lap
+class TeleopLapDriver:
+    """The twin's simulated person at the gamepad for ``robot-rl record-lap``: looks at the twin
+    (as a person looks at the track), drives the slow demonstration lap and publishes it as a
+    gamepad would, on ``/teleop/twist`` (linear.x speed and angular.z steering deflections in
+    [-1, 1]) at ``rate_hz`` wall Hz from its own rclpy context and thread. ``reading()`` gives
+    the twin's current reading."""
 
-    # Placeholder checkpoints: the demonstration lap only needs the task's action scaling.
-    lap = record_demo_lap(CarLapTask(checkpoints=((0, 0), (1, 0), (0, 1))))
-    points = checkpoints_from_lap(lap, spacing=1.5)
-    print("DEFAULT_CHECKPOINTS = (")
-    for px, py in points:
-        print(f"    ({px:.3f}, {py:.3f}),")
-    print(")")
+    def __init__(
+        self, reading, task, speed: float = 1.0, max_speed: float = 1.5, rate_hz: float = 30.0
+    ):
+        import threading
+
+        import rclpy
+        from geometry_msgs.msg import TwistStamped
+        from rclpy.context import Context
+
+        from robot_rl.ros.qos import teleop_qos
+        from robot_rl.ros.teleop import TWIST_TOPIC
+
+        self._reading, self.task, self.max_speed = reading, task, max_speed
+        self.expert = CarLapExpert(task, demo_speed=speed)
+        self._context = Context()
+        rclpy.init(context=self._context, args=[])
+        self._node = rclpy.create_node("simulated_lap_driver", context=self._context)
+        self._pub = self._node.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
+        self._msg_type, self._period = TwistStamped, 1.0 / rate_hz
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lap-driver", daemon=True)
+        self._thread.start()
+
+    def deflections(self, reading) -> tuple[float, float]:
+        action = self.expert.act(reading)
+        task = self.task
+        speed = task.min_speed + (action[0] + 1) / 2 * (task.max_speed - task.min_speed)
+        return float(np.clip(speed / self.max_speed, -1, 1)), float(action[1])
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            reading = self._reading()
+            if reading is None:
+                continue
+            speed, steering = self.deflections(reading)
+            msg = self._msg_type()
+            msg.header.stamp = self._node.get_clock().now().to_msg()
+            msg.twist.linear.x, msg.twist.angular.z = speed, steering
+            self._pub.publish(msg)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self._node.destroy_node()
+        self._context.try_shutdown()
+
+
+def record_twin_lap(out, speedup: float = 2.0, drive: bool = True, **options):
+    """Run ``robot-rl record-lap`` on the car twin's ROS 2 node, driven by ``TeleopLapDriver``:
+    the twin node publishes what a car's drivers publish, the driver publishes /teleop, and
+    record-lap sees nothing else (``drive=False``: nobody drives). Returns record-lap's exit
+    code. ``options``: more ``RecordLapConfig`` fields."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+
+    from robot_rl.commands.record_lap import RecordLapConfig, run
+    from robot_rl.ros.config import RosBackendConfig
+    from robot_rl.sim.nodes.car_twin_node import CarTwinNode
+    from robot_rl.tasks.car_lap import CarLapTask
+
+    context = Context()
+    rclpy.init(
+        context=context, args=["--ros-args", "-p", f"speedup:={speedup}", "-r", "__ns:=/car"]
+    )
+    node = CarTwinNode(context=context)
+    executor = SingleThreadedExecutor(context=context)
+    driver = spinner = None
+    try:
+        if not node.start():
+            raise RuntimeError("the car twin node did not come up")
+        line = centreline(DEFAULT_TRACK)
+        # the person puts the car on the start line before the node's physics runs
+        node.twin.place_car(
+            float(line.points[0][0]), float(line.points[0][1]), float(line.headings[0])
+        )
+        node._publish_all()
+        executor.add_node(node)
+        import threading
+
+        spinner = threading.Thread(target=_spin, args=(executor, context), daemon=True)
+        spinner.start()
+        if drive:
+            driver = TeleopLapDriver(lambda: node.reading, CarLapTask())
+        ros = RosBackendConfig(
+            use_sim_time=True, max_age=1.0, slop=0.3, clock_timeout=5.0, ready_timeout=60.0
+        )
+        return run(RecordLapConfig(out=str(out), ros=ros, **options))
+    finally:
+        if driver is not None:
+            driver.close()
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        context.try_shutdown()
+        if spinner is not None:
+            spinner.join(timeout=2.0)
+
+
+def _spin(executor, context) -> None:
+    try:
+        executor.spin()
+    except Exception:
+        if context.ok():
+            raise
+
+
+if __name__ == "__main__":
+    # Regenerates tasks/car_lap_checkpoints/twin_track.json: one record-lap on the twin node.
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from robot_rl.tasks.car_lap import TWIN_TRACK_CHECKPOINTS
+
+    with tempfile.TemporaryDirectory() as directory:
+        if record_twin_lap(directory) != 0:
+            raise SystemExit(1)
+        document = json.loads((Path(directory) / "checkpoints.json").read_text())
+    document["how"] = (
+        "robot-rl record-lap on the car twin's ROS 2 node, driven over /teleop by "
+        "the twin's simulated person: python -m robot_rl.sim.experts.car_lap"
+    )
+    for key in ("mcap", "recorded", "hardware"):
+        document.pop(key, None)
+    from robot_rl.data.lap_checkpoints import write_checkpoints
+
+    points = document.pop("points")
+    write_checkpoints(
+        TWIN_TRACK_CHECKPOINTS,
+        np.array(points),
+        spacing=document.pop("spacing"),
+        lap_length=document.pop("lap_length"),
+        start=document.pop("start"),
+        **{k: v for k, v in document.items() if k not in ("format", "frame")},
+    )
+    print(f"wrote {TWIN_TRACK_CHECKPOINTS} ({len(points)} checkpoints)")

@@ -1,0 +1,232 @@
+"""`robot-rl record-lap`: a person drives one slow lap; its odometry becomes car_lap's checkpoints.
+
+FastRLAP's setup step. The car's drivers must be up (``robot-rl up`` or the hardware file's
+nodes). This command reads what the car itself publishes (``odom``, ``imu``, the cameras; never a
+``/sim/`` topic), passes the operator's teleop commands (``/teleop/twist``: ``linear.x`` speed,
+``angular.z`` steering, each in [-1, 1] of ``--max-speed`` and the car's steering limit) on to
+``cmd_vel``, and stops the car once the lap has closed: back within ``--close-radius`` of where
+it started after at least ``--min-length`` metres. It writes to ``--out``:
+
+- ``lap.mcap``: every control step's ``/car/odom``, ``/car/imu``, the command (``/car/cmd_vel``)
+  and the camera images (ROS 2 encoding; ``ros2 bag info`` and Foxglove open it), written as it
+  goes, so an aborted lap still leaves its log;
+- ``checkpoints.json``: a point every ``--spacing`` metres along the lap, in the odometry frame
+  (``robot_rl.data.lap_checkpoints`` describes the file); ``--checkpoints`` of train / actor /
+  up / eval reads it.
+
+A lap that does not close within ``--max-seconds`` writes no checkpoints and is refused in one
+line. With no fresh teleop command (older than ``--teleop-max-age``) the car is told to stop.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from robot_rl.errors import UserError
+from robot_rl.ros.config import RosBackendConfig
+
+
+class LapNotClosedError(UserError):
+    """The drive ended before the car came back to where it started."""
+
+
+@dataclass
+class RecordLapConfig:
+    hardware: str | None = None
+    """The car's hardware file (its namespace and cameras); default: a car at /car."""
+    out: str | None = None
+    """Directory for lap.mcap and checkpoints.json; default laps/<time>/."""
+    cameras: tuple[str, ...] | None = None
+    """Cameras to record; default: every camera of the hardware file."""
+    image_size: int = 64
+    """Side of the recorded camera images (pixels)."""
+    spacing: float = 1.5
+    """Metres between checkpoints along the lap."""
+    min_length: float = 10.0
+    """Metres the car must cover before coming back counts as a lap (most of the track)."""
+    close_radius: float = 0.8
+    """The lap closes once the car is this close (m) to where it started."""
+    max_seconds: float = 180.0
+    """Give up (and write no checkpoints) when the lap has not closed by then."""
+    max_speed: float = 1.5
+    """Speed (m/s) at full teleop deflection: the demonstration lap is a slow one."""
+    teleop_max_age: float = 0.3
+    """Seconds after which a teleop command counts as none (the car is told to stop)."""
+    control_hz: float = 10.0
+    """Rate of the recording and of the commands."""
+    ros: RosBackendConfig = field(default_factory=lambda: RosBackendConfig(use_sim_time=False))
+    """The ROS 2 backend's namespaces, staleness bounds and timeouts (--hardware sets the
+    namespaces); ``--ros.use-sim-time True`` for a twin publishing /clock."""
+
+    def check(self) -> None:
+        for name in (
+            "spacing",
+            "min_length",
+            "close_radius",
+            "max_seconds",
+            "max_speed",
+            "teleop_max_age",
+            "control_hz",
+        ):
+            if not getattr(self, name) > 0:
+                raise UserError(f"--{name.replace('_', '-')} must be > 0")
+        if self.max_speed > 5.0:
+            raise UserError("--max-speed above the car's 5 m/s limit")
+
+
+def backend_config(config: RecordLapConfig) -> tuple[RosBackendConfig, tuple[str, ...]]:
+    """The backend's namespaces and the cameras, from the hardware file where given."""
+    ros, cameras = config.ros, config.cameras
+    if config.hardware is None:
+        return ros, tuple(cameras or ())
+    from robot_rl.hardware import load_hardware
+
+    hardware = load_hardware(config.hardware)
+    if hardware.robot_kind != "car":
+        raise UserError(
+            f"{config.hardware}: record-lap drives a car, this is a {hardware.robot_kind}"
+        )
+    namespaces = {**hardware.cameras, **ros.camera_namespaces}
+    cameras = tuple(hardware.cameras) if cameras is None else tuple(cameras)
+    unknown = set(cameras) - set(namespaces)
+    if unknown:
+        raise UserError(f"{config.hardware} has no camera {sorted(unknown)[0]!r}")
+    import dataclasses
+
+    ros = dataclasses.replace(
+        ros, namespace=ros.namespace or hardware.robot_namespace, camera_namespaces=namespaces
+    )
+    return ros, cameras
+
+
+def operator_command(teleop, reading, max_age: float) -> tuple[float, float]:
+    """The operator's (speed, steering) deflections in [-1, 1]; (0, 0) without a fresh one."""
+    command = teleop.poll(reading)
+    if command is None or time.monotonic() - command.stamp > max_age:
+        return 0.0, 0.0
+    action = np.asarray(command.action, np.float64).reshape(-1)
+    if action.shape != (2,) or not np.all(np.isfinite(action)):
+        return 0.0, 0.0
+    speed, steering = np.clip(action, -1.0, 1.0)
+    return float(speed), float(steering)
+
+
+def run(config: RecordLapConfig, teleop=None) -> int:
+    """Record; ``teleop``: a ``TeleopSource`` (tests) instead of the /teleop topics."""
+    from robot_rl.data.lap_checkpoints import (
+        LapWatcher,
+        checkpoints_from_lap,
+        write_checkpoints,
+    )
+    from robot_rl.data.mcap_lap import LapLog
+    from robot_rl.envs.backend import StaleReadingError
+    from robot_rl.envs.task import make_task
+    from robot_rl.resets.car_recovery import command, odometry_pose
+    from robot_rl.ros.backend import RosCarBackend
+
+    console = Console(soft_wrap=True)
+    config.check()
+    ros, cameras = backend_config(config)
+    out = Path(config.out or f"laps/{time.strftime('%Y%m%d-%H%M%S')}")
+    if (out / "checkpoints.json").exists():
+        raise UserError(f"{out} already holds a checkpoints.json; choose another --out")
+    task = make_task(
+        "car_lap", cameras=cameras, image_size=config.image_size, control_hz=config.control_hz
+    )
+    backend = RosCarBackend(task, ros)
+    log, watcher = None, None
+    try:
+        if teleop is None:
+            from robot_rl.ros.teleop import RosTeleopSource, TeleopMapping
+
+            teleop = RosTeleopSource(
+                TeleopMapping(axes=("linear.x", "angular.z")),
+                max_age_s=config.teleop_max_age,
+                node_name="record_lap",
+            )
+        try:
+            reading = backend.wait_until_ready()
+        except StaleReadingError as error:
+            raise UserError(
+                f"the car is not publishing ({error}): bring its drivers up first "
+                "(robot-rl up, or the hardware file's nodes)"
+            ) from None
+        log = LapLog(out / "lap.mcap", backend.namespace, ros.camera_namespaces, cameras)
+        watcher = LapWatcher(
+            config.min_length, config.close_radius, leave_radius=max(2 * config.close_radius, 1.5)
+        )
+        watcher.add(odometry_pose(reading))
+        console.print(
+            f"[bold]record-lap[/]: drive one lap and come back to the start "
+            f"(at least {config.min_length:g} m, {config.max_seconds:g} s at most)"
+        )
+        steps, limit = 0, round(config.max_seconds * config.control_hz)
+        max_steering = task.max_steering
+        while not watcher.closed:
+            if steps >= limit:
+                raise LapNotClosedError(_not_closed(watcher, config.max_seconds))
+            speed, steering = operator_command(teleop, reading, config.teleop_max_age)
+            cmd = command(speed * config.max_speed, steering * max_steering)
+            backend.send(cmd)
+            log.write(reading, cmd)
+            backend.advance()
+            reading = backend.read()
+            watcher.add(odometry_pose(reading))
+            steps += 1
+            if steps % round(5 * config.control_hz) == 0:
+                console.print(
+                    f"  {steps / config.control_hz:.0f} s: {watcher.length:.1f} m "
+                    f"driven, {_distance_to_start(watcher):.1f} m from the start"
+                )
+        backend.send(command(0.0, 0.0))
+        log.write(reading, command(0.0, 0.0))
+    except KeyboardInterrupt:
+        backend.send(command(0.0, 0.0))
+        if watcher is None:
+            raise LapNotClosedError("interrupted before the lap began") from None
+        raise LapNotClosedError("interrupted: " + _not_closed(watcher, None)) from None
+    finally:
+        if log is not None:
+            log.close()
+        close = getattr(teleop, "close", None)
+        if callable(close):
+            close()
+        backend.close()
+    poses = np.array(watcher.poses)
+    # the lap is a loop: it ends where it began (it closed within --close-radius of it)
+    points = checkpoints_from_lap(np.vstack([poses, poses[:1]]), config.spacing)
+    path = write_checkpoints(
+        out / "checkpoints.json",
+        points,
+        spacing=config.spacing,
+        lap_length=watcher.length,
+        start=poses[0],
+        hardware=config.hardware,
+        mcap="lap.mcap",
+        recorded=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        how="robot-rl record-lap",
+    )
+    console.print(
+        f"[bold]lap closed[/]: {watcher.length:.1f} m in {steps / config.control_hz:.1f} s, "
+        f"{len(points)} checkpoints in {path}; train with: robot-rl train --task car_lap "
+        f"--checkpoints {path}"
+    )
+    return 0
+
+
+def _distance_to_start(watcher) -> float:
+    return float(np.linalg.norm(watcher.poses[-1][:2] - watcher.poses[0][:2]))
+
+
+def _not_closed(watcher, seconds: float | None) -> str:
+    when = f"after {seconds:g} s" if seconds is not None else "before"
+    return (
+        f"the lap did not close {when} (drove {watcher.length:.1f} m, ended "
+        f"{_distance_to_start(watcher):.1f} m from the start): no checkpoints written; "
+        "drive all the way round, back to where you started"
+    )
