@@ -106,7 +106,8 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
         """The run's observation mode: robot mode always in 'up robot'."""
         return ObservationMode(cameras=tuple(self.cameras), image_size=self.image_size,
                                privileged_state=self.privileged_state,
-                               robot_mode=self.robot_mode or self.mode == "robot")
+                               robot_mode=self.robot_mode or self.mode == "robot",
+                               checkpoints=self.checkpoints)
 
 
 def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> list[str]:
@@ -150,6 +151,9 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         actor_args += ["--reward-classifier", str(Path(cfg.reward_classifier).absolute())]
     if operator_interventions(cfg):
         actor_args += ["--interventions", "ros"]
+    if cfg.checkpoints is not None:  # car_lap's recorded lap, for both halves
+        checkpoints = ["--checkpoints", str(Path(cfg.checkpoints).absolute())]
+        learner_args, actor_args = [*learner_args, *checkpoints], [*actor_args, *checkpoints]
     return StackConfig(
         task=cfg.task, mode=cfg.mode, hardware=cfg.hardware, cameras=tuple(cfg.cameras),
         image_size=cfg.image_size, privileged_state=cfg.privileged_state,
