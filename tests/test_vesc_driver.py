@@ -172,19 +172,10 @@ def test_duty_mode_sends_duty_cycles(tmp_path):
 
 def test_telemetry_becomes_odom_and_the_imu_packet_becomes_imu(rig):
     peer, car = rig
-    peer.model.imu_data = proto.ImuData((0.0, 0.0, 0.5), (0.2, 0.0, 9.81), (0.0, 0.0, 0.7))
-    wait_for(
-        lambda: car.odom and car.imu and car.imu[-1].angular_velocity.z > 0,
-        30.0,
-        "odom and the peer's imu",
-    )
+    wait_for(lambda: car.odom and car.imu, 30.0, "odom and imu")
     first = car.odom[-1].pose.pose.position
     assert (first.x, first.y) == pytest.approx((1.0, -2.0), abs=1e-6)  # initial_pose
     assert car.odom[-1].header.frame_id == "odom" and car.odom[-1].child_frame_id == "base"
-    imu = car.imu[-1]
-    assert imu.angular_velocity.z == pytest.approx(0.7, abs=1e-4)
-    assert imu.linear_acceleration.z == pytest.approx(9.81, abs=1e-4)
-    assert imu.orientation.w == pytest.approx(math.cos(0.25), abs=1e-4)  # yaw 0.5
     # straight ahead at 1 m/s: the speed is the ERPM's, the pose follows the tachometer
     keep_driving(
         car,
@@ -204,6 +195,15 @@ def test_telemetry_becomes_odom_and_the_imu_packet_becomes_imu(rig):
     assert msg.pose.pose.position.y == pytest.approx(-2.0, abs=1e-3)
     metres = round(peer.model.tachometer) / 6 / 2 / 10 * 2 * math.pi * 0.05
     assert msg.pose.pose.position.x == pytest.approx(1.0 + metres, abs=2e-3)
+    # the VESC's IMU packet, in SI units
+    peer.model.imu_data = proto.ImuData((0.0, 0.0, 0.5), (0.2, 0.0, 9.81), (0.0, 0.0, 0.7))
+    wait_for(lambda: car.imu[-1].angular_velocity.z > 0, 30.0, "the peer's new IMU data")
+    imu = car.imu[-1]
+    assert imu.angular_velocity.z == pytest.approx(0.7, abs=1e-4)
+    assert (imu.linear_acceleration.x, imu.linear_acceleration.z) == pytest.approx(
+        (0.2, 9.81), abs=1e-4
+    )
+    assert imu.orientation.w == pytest.approx(math.cos(0.25), abs=1e-4)  # yaw 0.5
 
 
 def test_bad_crcs_are_counted_and_skipped(rig):
@@ -283,3 +283,52 @@ def test_the_estop_holds_until_released(rig):
     wait_for(lambda: car.status.get("mode") == "e-stop", 30.0, "the e-stop on /diagnostics")
     assert car.estop(False)
     keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving after release")
+
+
+def test_the_heading_turns_with_the_imu_and_the_odometry_tilts_with_it(rig):
+    peer, car = rig
+    # driving straight (servo centred) while the IMU says the car turns, upside down
+    peer.model.imu_data = proto.ImuData((math.pi, 0.0, 0.0), (0.0, 0.0, -9.81), (0.0, 0.0, 0.5))
+    wait_for(lambda: car.odom, 30.0, "odom")
+    keep_driving(
+        car,
+        1.0,
+        0.0,
+        lambda: _yaw(car.odom[-1]) > 0.3,
+        30.0,
+        "the heading to turn by the IMU's yaw rate",
+    )
+    assert car.status.get("heading_source") == "imu" or wait_for(
+        lambda: car.status.get("heading_source") == "imu", 30.0, "heading_source imu"
+    )
+    q = car.odom[-1].pose.pose.orientation
+    assert 1 - 2 * (q.x * q.x + q.y * q.y) < 0  # the odometry's up axis points down: flipped
+    assert peer.last("servo") == 0.5
+
+
+def test_without_the_imu_the_heading_follows_the_steering(tmp_path):
+    peer = VescPeer(tmp_path / "vesc").start()
+    peer.model.imu_data = proto.ImuData((0.0, 0.0, 0.0), (0.0, 0.0, 9.81), (0.0, 0.0, 0.5))
+    car = Car(str(peer.link), yaw_from_imu=False)
+    try:
+        steering = 0.3
+        yaw_rate = math.tan(steering) / 0.26  # at 1 m/s
+        wait_for(lambda: car.odom, 30.0, "odom")
+        keep_driving(
+            car,
+            1.0,
+            yaw_rate,
+            lambda: _yaw(car.odom[-1]) > 0.5,
+            30.0,
+            "the heading to turn with the steering",
+        )
+        assert car.odom[-1].twist.twist.angular.z == pytest.approx(yaw_rate, rel=0.02)
+        assert car.status.get("heading_source", "steering") == "steering"
+    finally:
+        car.close()
+        peer.close()
+
+
+def _yaw(odom) -> float:
+    q = odom.pose.pose.orientation
+    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))

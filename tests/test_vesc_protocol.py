@@ -129,3 +129,13 @@ def test_odometry_integrates_the_tachometer_along_the_bicycle_arc():
     assert odo.yaw == pytest.approx(math.pi / 2, abs=0.01)
     assert (odo.x, odo.y) == pytest.approx((2.0 + radius, 2.0 + radius), abs=0.01)
     assert odo.yaw_rate == pytest.approx(math.tan(steering) / GEOMETRY.wheelbase)
+
+
+def test_tilt_from_the_gravity_direction():
+    from robot_rl.drivers.car.vesc_kinematics import quaternion, tilt_from_accel
+
+    assert tilt_from_accel((0.0, 0.0, 9.81)) == pytest.approx((0.0, 0.0))
+    roll, pitch = tilt_from_accel((0.0, 0.0, -9.81))  # on its roof
+    _, x, y, _ = quaternion(roll, pitch, 1.0)
+    assert 1 - 2 * (x * x + y * y) == pytest.approx(-1.0)
+    assert tilt_from_accel((-9.81, 0.0, 0.0))[1] == pytest.approx(math.pi / 2)  # nose up

@@ -11,8 +11,10 @@ steering angle (``wheelbase``), clipped to ``max_steering``, and a servo positio
 (COMM_SET_SERVO_POS) clipped to ``servo_min``..``servo_max`` around ``servo_centre``.
 
 Publishes (sensor-data QoS) ``odom`` (nav_msgs/Odometry, frame ``odom``, child ``base``: the
-pose integrated from the tachometer's distance and the commanded steering, the speed from the
-ERPM, starting at ``initial_pose``), ``imu`` (sensor_msgs/Imu from COMM_GET_IMU_DATA, when
+pose integrated from the tachometer's distance, its heading turned by the IMU's yaw rate
+(``yaw_from_imu``; without a fresh IMU sample by the commanded steering, bicycle model), tilted
+as the IMU sees the car (a flipped car shows), the speed from the ERPM, starting at
+``initial_pose``), ``imu`` (sensor_msgs/Imu from COMM_GET_IMU_DATA, when
 ``imu: true``; a RealSense D435i's IMU is ``robot-rl-realsense-imu``) and ``/diagnostics``.
 Services: ``estop`` (SetBool).
 
@@ -30,6 +32,7 @@ import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
@@ -42,9 +45,11 @@ from robot_rl.drivers.car.vesc_kinematics import (
     MotorLimits,
     ServoLimits,
     motor_setpoint,
+    quaternion,
     servo_position,
     steering_for,
     steering_of_servo,
+    tilt_from_accel,
 )
 from robot_rl.drivers.car.vesc_kinematics import Odometry as WheelOdometry
 from robot_rl.drivers.car.vesc_link import LinkSettings, VescLink
@@ -54,6 +59,8 @@ from robot_rl.ros.convert import header, imu_msg, odometry_msg, twist_to_array
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
 
+IMU_FRESH = 0.5
+"""An IMU sample older than this (s) no longer turns the heading nor tilts the odometry."""
 unit_interval = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
 duty_range = (lambda v: 0.0 < v <= 0.95, "must lie in (0, 0.95]")
 non_zero = (lambda v: v != 0.0, "must not be 0")
@@ -105,6 +112,12 @@ class VescConfig:
     )
     reconnect_period: float = param(1.0, "seconds between attempts to reopen a lost port", positive)
     imu: bool = param(True, "poll the VESC's IMU (COMM_GET_IMU_DATA) and publish imu")
+    yaw_from_imu: bool = param(
+        True,
+        "turn the odometry's heading by the IMU's yaw rate (the "
+        "VESC's, or with imu false whatever publishes imu here, e.g. "
+        "robot-rl-realsense-imu) instead of the steering angle",
+    )
     initial_pose: tuple = param(
         [0.0, 0.0, 0.0], "where odometry starts: x, y (m), yaw (rad) in the odom frame", length(3)
     )
@@ -138,6 +151,10 @@ class VescDriver(DeviceNode):
         self.last_refusal = ""
         self.last_values: proto.Values | None = None
         self._reconnects_seen = 0
+        self._imu_state: tuple[float, float, float, float] | None = None
+        self._gravity: np.ndarray | None = None
+        self._last_stamp: float | None = None
+        self.heading_source = "steering"
         self._ros_ready = False
 
     # -- lifecycle hooks ---------------------------------------------------------------------
@@ -181,6 +198,8 @@ class VescDriver(DeviceNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_subscription(Twist, "cmd_vel", self._on_cmd_vel, command_qos())
         self.create_service(SetBool, "estop", self._on_estop)
+        if not self.config.imu and self.config.yaw_from_imu:
+            self.create_subscription(Imu, "imu", self._on_imu_msg, sensor_qos())
         self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
         self._ros_ready = True
 
@@ -230,9 +249,19 @@ class VescDriver(DeviceNode):
             # a VESC that comes back may have rebooted: its tachometer no longer continues
             self._reconnects_seen = self.link.reconnects
             odo.restart_tachometer()
-        odo.update(values.erpm, values.tachometer, steering_of_servo(servo, self.servo))
-        quat = (math.cos(odo.yaw / 2), 0.0, 0.0, math.sin(odo.yaw / 2))
         c = self.config
+        imu = self._imu_state  # (monotonic time, gyro z, roll, pitch) or None
+        fresh = imu is not None and time.monotonic() - imu[0] < IMU_FRESH
+        yaw_rate = imu[1] if fresh and c.yaw_from_imu else None
+        self.heading_source = "imu" if yaw_rate is not None else "steering"
+        dt = stamp - self._last_stamp if self._last_stamp is not None else 0.0
+        self._last_stamp = stamp
+        odo.update(
+            values.erpm, values.tachometer, steering_of_servo(servo, self.servo), yaw_rate, dt
+        )
+        # the odometry's yaw, tilted as the IMU sees the car (a flipped car shows it)
+        roll, pitch = (imu[2], imu[3]) if fresh else (0.0, 0.0)
+        quat = quaternion(roll, pitch, odo.yaw)
         self._odom_pub.publish(
             odometry_msg(
                 (odo.x, odo.y, 0.0),
@@ -248,11 +277,22 @@ class VescDriver(DeviceNode):
         if not self.context.ok():
             return
         roll, pitch, yaw = imu.rpy
+        self._imu_state = (time.monotonic(), imu.gyro[2], roll, pitch)
         self._imu_pub.publish(
-            imu_msg(
-                _quaternion(roll, pitch, yaw), imu.gyro, imu.accel, stamp, self.config.imu_frame
-            )
+            imu_msg(quaternion(roll, pitch, yaw), imu.gyro, imu.accel, stamp, self.config.imu_frame)
         )
+
+    def _on_imu_msg(self, msg: Imu) -> None:
+        # another node's IMU (robot-rl-realsense-imu): no orientation, so the tilt comes from
+        # the gravity direction, low-passed so that a bump does not read as a flip
+        accel = np.array(
+            [msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z]
+        )
+        if not np.isfinite(accel).all() or not math.isfinite(msg.angular_velocity.z):
+            return
+        self._gravity = accel if self._gravity is None else 0.9 * self._gravity + 0.1 * accel
+        roll, pitch = tilt_from_accel(self._gravity)
+        self._imu_state = (time.monotonic(), msg.angular_velocity.z, roll, pitch)
 
     # -- services ------------------------------------------------------------------------------
     def _on_estop(self, request, response):
@@ -300,6 +340,7 @@ class VescDriver(DeviceNode):
             "tachometer": str(values.tachometer) if values else "",
             "input_voltage": f"{values.input_voltage:.1f}" if values else "",
             "fault_code": str(values.fault) if values else "",
+            "heading_source": self.heading_source,
             "speed": f"{odo.speed:.3f}",
             "distance": f"{odo.distance:.3f}",
             "crc_errors": str(link.crc_errors if link else 0),
@@ -317,19 +358,6 @@ class VescDriver(DeviceNode):
             values=[KeyValue(key=k, value=v) for k, v in fields.items()],
         )
         self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
-
-
-def _quaternion(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
-    """w, x, y, z of the intrinsic z-y-x (yaw, pitch, roll) rotation."""
-    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
-    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
-    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
-    return (
-        cr * cp * cy + sr * sp * sy,
-        sr * cp * cy - cr * sp * sy,
-        cr * sp * cy + sr * cp * sy,
-        cr * cp * sy - sr * sp * cy,
-    )
 
 
 CONFIG = VescConfig

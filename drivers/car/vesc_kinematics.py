@@ -102,19 +102,49 @@ class Odometry:
         """The next telemetry sets a new origin (the VESC may have rebooted, counting from 0)."""
         self._tach = None
 
-    def update(self, erpm: float, tachometer: int, steering: float) -> None:
+    def update(
+        self,
+        erpm: float,
+        tachometer: int,
+        steering: float,
+        yaw_rate: float | None = None,
+        dt: float = 0.0,
+    ) -> None:
+        """One telemetry sample. The heading turns by the IMU's ``yaw_rate`` over ``dt`` when
+        given (slip and servo error do not fool it), else by the bicycle model's curvature
+        over the distance rolled."""
         g = self.geometry
         curvature = math.tan(steering) / g.wheelbase
         self.speed = erpm / g.erpm_per_mps
-        self.yaw_rate = self.speed * curvature
+        self.yaw_rate = self.speed * curvature if yaw_rate is None else yaw_rate
         if self._tach is None:
             self._tach = tachometer
             return
         ds = (tachometer - self._tach) * g.metres_per_tach_count
         self._tach = tachometer
-        dyaw = ds * curvature
+        dyaw = ds * curvature if yaw_rate is None else yaw_rate * dt
         heading = self.yaw + dyaw / 2
         self.x += ds * math.cos(heading)
         self.y += ds * math.sin(heading)
         self.yaw = math.atan2(math.sin(self.yaw + dyaw), math.cos(self.yaw + dyaw))
         self.distance += abs(ds)
+
+
+def tilt_from_accel(accel) -> tuple[float, float]:
+    """Roll and pitch (rad) of the gravity direction an accelerometer reads (body x forward, z
+    up; +g upwards at rest): a car on its roof reads roll near pi."""
+    ax, ay, az = accel
+    return math.atan2(ay, az), math.atan2(-ax, math.hypot(ay, az))
+
+
+def quaternion(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
+    """w, x, y, z of the intrinsic z-y-x (yaw, pitch, roll) rotation."""
+    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
+    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+    return (
+        cr * cp * cy + sr * sp * sy,
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+    )
