@@ -105,6 +105,18 @@ def test_gyro_and_accel_samples_become_imu_messages_in_the_body_frame():
         assert (accel.x, accel.y, accel.z) == pytest.approx((0.0, 0.0, 9.81), abs=1e-4)
         assert (gyro.x, gyro.y, gyro.z) == pytest.approx((0.0, 0.0, 0.5), abs=1e-4)
         assert msg.orientation_covariance[0] == -1.0
+        # an impact between two gyro samples: the message carries the accelerometer's peak
+        count = len(got)
+        camera.feed("accel", (3.0, -9.81, 40.0), now + 0.026)  # 40 m/s^2 forward (IMU z)
+        camera.feed("accel", (0.0, -9.81, 0.5), now + 0.027)
+        wait_for(lambda: node.stream.accel_samples >= 3, 30.0, "the accel samples")
+        camera.feed("gyro", (0.0, 0.0, 0.0), now + 0.03)
+        wait_for(lambda: len(got) > count, 30.0, "the next message")
+        a = got[-1].linear_acceleration
+        assert (a.x, a.y, a.z) == pytest.approx((40.0, -3.0, 9.81), abs=1e-4)
+        camera.feed("gyro", (0.0, 0.0, 0.0), now + 0.035)
+        wait_for(lambda: len(got) > count + 1, 30.0, "the message after")
+        assert got[-1].linear_acceleration.x == pytest.approx(0.5, abs=1e-4)  # the newest
         wait_for(lambda: status.get("message") == "streaming", 30.0, "'streaming'")
         # the samples stop: an error on /diagnostics
         wait_for(

@@ -3,13 +3,15 @@ and accelerometer streams through librealsense, in the car's body frame.
 
     robot-rl-realsense-imu --ros-args -r __ns:=/car -p serial:="'123456789012'"
 
-One message per gyroscope sample, with the newest accelerometer sample (the two streams run at
-different rates: 200/400 Hz and 63/250 Hz on a D435i), stamped with the gyroscope sample's time
-on the host's clock (``global_time`` and ``system_time`` as they are, ``hardware_clock`` mapped
-by ``DeviceClock``). The camera's IMU axes (x right, y down, z forward) are turned into the body
-frame (x forward, y left, z up) by ``rotation`` (row-major, body from IMU; the default is a
-camera looking forward, upright); at rest the acceleration reads +9.81 m/s^2 upwards, as on the
-car twin. The orientation is unknown: ``orientation_covariance[0]`` is -1 (REP 145).
+One message per gyroscope sample, with the accelerometer sample of largest horizontal magnitude
+since the previous message (the newest if none came: the two streams run at different rates,
+200/400 Hz and 63/250 Hz on a D435i, and the crash detector must see every impact), stamped
+with the gyroscope sample's time on the host's clock (``global_time`` and ``system_time`` as
+they are, ``hardware_clock`` mapped by ``DeviceClock``). The camera's IMU axes (x right, y
+down, z forward) are turned into the body frame (x forward, y left, z up) by ``rotation``
+(row-major, body from IMU; the default is a camera looking forward, upright); at rest the
+acceleration reads +9.81 m/s^2 upwards, as on the car twin. The orientation is unknown:
+``orientation_covariance[0]`` is -1 (REP 145).
 
 The device is opened by serial through librealsense's sensor API, so an ``rs.software_device``
 with a motion sensor streams through the same code (the tests feed one). ``/diagnostics`` says
@@ -65,7 +67,9 @@ def connected_devices() -> list:
 
 class MotionStream:
     """The motion sensor of one device, started with a gyro and an accel profile; calls
-    ``on_sample(gyro, accel, stamp)`` from librealsense's thread for each gyro sample."""
+    ``on_sample(gyro, accel, stamp)`` (body frame) from librealsense's thread for each gyro
+    sample, with the accelerometer sample of largest horizontal magnitude since the previous
+    call (the newest if none came), so that no impact falls between two messages."""
 
     def __init__(
         self,
@@ -78,6 +82,8 @@ class MotionStream:
         self._on_sample = on_sample
         self._sensor = None
         self._accel: np.ndarray | None = None
+        self._accel_peak: np.ndarray | None = None
+        self._rotation = np.asarray(config.rotation, float).reshape(3, 3)
         self._clock = DeviceClock()
         self._lock = threading.Lock()
         self.gyro_samples = 0
@@ -134,8 +140,12 @@ class MotionStream:
         data = frame.as_motion_frame().get_motion_data()
         value = np.array([data.x, data.y, data.z])
         if frame.get_profile().stream_type() == rs.stream.accel:
+            body = self._rotation @ value
             with self._lock:
-                self._accel = value
+                self._accel = body
+                kept = self._accel_peak
+                if kept is None or np.hypot(*body[:2]) >= np.hypot(*kept[:2]):
+                    self._accel_peak = body
                 self.accel_samples += 1
             return
         stamp_ms = frame.get_timestamp()
@@ -144,11 +154,12 @@ class MotionStream:
         else:
             stamp = stamp_ms / 1000.0
         with self._lock:
-            accel = self._accel
+            accel = self._accel if self._accel_peak is None else self._accel_peak
+            self._accel_peak = None
             self.gyro_samples += 1
             self.last_sample = time.monotonic()
         if accel is not None:  # the first message waits for an accelerometer sample
-            self._on_sample(value, accel, stamp)
+            self._on_sample(self._rotation @ value, accel, stamp)
 
     def close(self) -> None:
         sensor, self._sensor = self._sensor, None
@@ -164,7 +175,6 @@ class RealSenseImuNode(DeviceNode):
         super().__init__("realsense_imu", **kwargs)
 
         self.config = declare_config(self, RealSenseImuConfig)
-        self._rotation = np.asarray(self.config.rotation, float).reshape(3, 3)
         self._devices = devices or connected_devices
         self.stream: MotionStream | None = None
         self.published = 0
@@ -186,8 +196,7 @@ class RealSenseImuNode(DeviceNode):
     def _on_sample(self, gyro: np.ndarray, accel: np.ndarray, stamp: float) -> None:
         if not self.context.ok():
             return
-        r = self._rotation
-        msg = imu_msg((1.0, 0.0, 0.0, 0.0), r @ gyro, r @ accel, stamp, self.config.frame_id)
+        msg = imu_msg((1.0, 0.0, 0.0, 0.0), gyro, accel, stamp, self.config.frame_id)
         msg.orientation_covariance[0] = -1.0  # no orientation estimate (REP 145)
         self._pub.publish(msg)
         self.published += 1
