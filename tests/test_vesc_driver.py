@@ -332,3 +332,43 @@ def test_without_the_imu_the_heading_follows_the_steering(tmp_path):
 def _yaw(odom) -> float:
     q = odom.pose.pose.orientation
     return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+
+
+def test_bad_parameters_and_a_missing_port_fail_in_one_line(tmp_path):
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from rclpy.parameter import Parameter
+
+    from robot_rl.drivers.car.vesc import VescDriver
+    from robot_rl.drivers.car.vesc_link import ConnectError, LinkSettings, VescLink
+    from robot_rl.ros.node_base import ParameterError
+
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ParameterError, match=r"servo_centre 0.9 must lie in \[servo_min"):
+            VescDriver(
+                context=context,
+                parameter_overrides=[
+                    Parameter("servo_centre", value=0.9),
+                    Parameter("autostart", value=False),
+                ],
+            )
+        with pytest.raises(ParameterError, match=r"'mode' = 'current' must be one of rpm, duty"):
+            VescDriver(context=context, parameter_overrides=[Parameter("mode", value="current")])
+        missing = str(tmp_path / "no_vesc_here")
+        settings = LinkSettings(missing, 115200, "rpm", 0.5, 50.0, 0.3, 0.5, 1.0, False)
+        with pytest.raises(ConnectError, match=rf"cannot open the VESC's port {missing}"):
+            VescLink(settings, lambda *a: None).connect()
+        node = VescDriver(
+            context=context,
+            parameter_overrides=[
+                Parameter("port", value=missing),
+                Parameter("autostart", value=False),
+            ],
+        )
+        assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
