@@ -271,3 +271,33 @@ def test_up_robot_gives_its_actor_the_operator_and_refuses_the_keyboard(tmp_path
             tmp_path,
             "tcp://127.0.0.1:1",
         )
+
+
+def test_operator_starts_each_episode_and_that_press_is_no_success(key_pipe):
+    import threading
+
+    from robot_rl.rewards.operator import OperatorStartsEpisodes
+
+    build, options = robot_mode_build()
+    logs: list[str] = []
+    inner = with_reward_sources(
+        build,
+        options,
+        reward_classifier=None,
+        operator=OperatorOptions(operator="keyboard"),
+        log=logs.append,
+    )
+    env = OperatorStartsEpisodes(inner, inner.operator, log=logs.append)
+    try:
+        started: list = []
+        reset = threading.Thread(target=lambda: started.append(env.reset(seed=0)), daemon=True)
+        reset.start()
+        wait_for(lambda: any("starts the episode" in line for line in logs), 30.0, "the prompt")
+        assert not started  # the episode waits for the operator
+        os.write(key_pipe, b"y")
+        reset.join(30.0)
+        assert started, "the key did not start the episode"
+        _, reward, terminated, _, _ = env.step(np.zeros(4, np.float32))
+        assert (reward, terminated) == (0.0, False)  # the start press paid nothing
+    finally:
+        env.close()

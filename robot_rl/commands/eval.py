@@ -52,6 +52,9 @@ class EvalConfig(OperatorOptions):
     success from --operator or --reward-classifier, never from the twin."""
     reward_classifier: str | None = None
     """With --hardware: a reward classifier checkpoint that judges success."""
+    operator_starts_episodes: bool = False
+    """With --hardware and --operator: after each reset wait for the operator's success key or
+    button (the scene set up again by hand) before the episode starts."""
     start_drivers: bool = True
     """With --hardware: start the hardware file's driver nodes (as `up robot` does) and stop
     them at the end; --no-start-drivers uses nodes that already run."""
@@ -81,6 +84,8 @@ class EvalConfig(OperatorOptions):
             return
         if self.on_twin:
             raise UserError("--on-twin and --hardware exclude each other")
+        if self.operator_starts_episodes and self.operator == "off":
+            raise UserError("--operator-starts-episodes needs --operator keyboard or joy")
         if self.video:
             raise UserError("--video renders the twin: it does not go with --hardware")
         if not self.ready_timeout > 0 or self.grace < 0:

@@ -269,3 +269,36 @@ class OperatorSuccess(gym.Wrapper):
         finally:
             if self.owns_operator:
                 self.operator.close()
+
+
+class OperatorStartsEpisodes(gym.Wrapper):
+    """Each episode starts on the operator's success key or button, after the robot's reset.
+
+    On a robot the scene is put back by a person: the reset brings the arm to its reset pose
+    (out of the way), the operator puts the object back and presses the success key or button,
+    and only then is the episode's first observation read (a second reset of the env, with the
+    arm already there). Wrap it around ``OperatorSuccess`` (whose reset drops the start press).
+    Waits as long as the operator takes, reminding every ``remind_every`` seconds."""
+
+    def __init__(
+        self,
+        env: gym.Env,
+        operator: OperatorInput,
+        log: Callable[[str], None] | None = None,
+        remind_every: float = 30.0,
+    ):
+        super().__init__(env)
+        self.operator = operator
+        self.log = log or logger.info
+        self.remind_every = remind_every
+
+    def reset(self, **kwargs):
+        self.env.reset(**kwargs)
+        self.log(
+            f"robot at its reset pose: set the scene up, then {self.operator.describe(SUCCESS)} "
+            "starts the episode"
+        )
+        self.operator.poll()  # only a press from now on starts it
+        while self.operator.wait(self.remind_every) != SUCCESS:
+            self.log(f"waiting for {self.operator.describe(SUCCESS)} to start the episode")
+        return self.env.reset(**kwargs)

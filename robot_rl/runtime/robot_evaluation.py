@@ -104,6 +104,10 @@ def evaluate_on_hardware(cfg, checkpoint: Path, meta: dict, console) -> dict:
             build, options, reward_classifier=cfg.reward_classifier, operator=cfg,
             robot_mode=True, log=console.print,
         )  # fmt: skip
+        if cfg.operator_starts_episodes:
+            from robot_rl.rewards.operator import OperatorStartsEpisodes
+
+            env = OperatorStartsEpisodes(env, env.operator, log=console.print)
         tally = {"episodes": 0, "successes": 0}
 
         def on_episode(figures: dict) -> None:
