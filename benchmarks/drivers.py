@@ -1,9 +1,9 @@
 """The driver nodes, each against its real peer: the Franka node against franky-sim, the
 RealSense node on rs.software_device and the OpenCV node on a video file, the SpaceMouse and
-gamepad nodes on recorded device bytes. Runs each part's own benchmark in turn and passes its
-JSON lines through, each tagged with ``"part"``.
+gamepad nodes on recorded device bytes, the VESC node on a pty peer. Runs each part's own
+benchmark in turn and passes its JSON lines through, each tagged with ``"part"``.
 
-    python benchmarks/drivers.py [--only franka cameras teleop] [--quick]
+    python benchmarks/drivers.py [--only franka cameras teleop vesc] [--quick]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ PARTS = {
     "franka": (["drivers_franka.py"], ["--quick"]),
     "cameras": (["drivers_cameras.py"], ["--seconds", "8"]),
     "teleop": (["teleop.py"], ["--seconds", "5"]),
+    "vesc": (["drivers_vesc.py"], ["--seconds", "5"]),
 }
 
 
