@@ -8,6 +8,7 @@ process on its own executor thread; waits are long and bounded, nothing is timed
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -372,3 +373,26 @@ def test_bad_parameters_and_a_missing_port_fail_in_one_line(tmp_path):
         node.destroy_node()
     finally:
         context.try_shutdown()
+
+
+def test_a_vesc_fault_and_a_low_battery_show_on_diagnostics(tmp_path):
+    peer = VescPeer(tmp_path / "vesc").start()
+    car = Car(str(peer.link), low_voltage=13.0)  # the peer's battery reads 12 V
+    try:
+        wait_for(
+            lambda: car.status.get("message", "").startswith("battery at 12.0 V"),
+            30.0,
+            "the low-battery warning",
+        )
+        assert car.status["level"] == 1
+        model_values = peer.model.values
+        peer.model.values = lambda: dataclasses.replace(model_values(), fault=5)
+        wait_for(
+            lambda: car.status.get("message") == "VESC fault OVER_TEMP_FET (5)",
+            30.0,
+            "the VESC's fault on /diagnostics",
+        )
+        assert car.status["level"] == 2 and car.status["fault_code"] == "5"
+    finally:
+        car.close()
+        peer.close()

@@ -124,6 +124,12 @@ class VescConfig:
     odom_frame: str = param("odom", "frame of the odometry's pose")
     base_frame: str = param("base", "the car's body frame (odometry's child frame)")
     imu_frame: str = param("imu", "frame of the IMU messages")
+    low_voltage: float = param(
+        0.0,
+        "warn on /diagnostics when the VESC's input voltage is "
+        "below this (V; e.g. 6.8 for a 2S LiPo, 0: never)",
+        (lambda v: v >= 0, "must be >= 0"),
+    )
     diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
 
 
@@ -329,6 +335,15 @@ class VescDriver(DeviceNode):
         else:
             level, message, mode = DiagnosticStatus.OK, "following cmd_vel", "driving"
         values = self.last_values
+        if link is not None and link.connected and not link.silent and values is not None:
+            if values.fault:  # the VESC reports it (and has cut the motor itself)
+                level = DiagnosticStatus.ERROR
+                message = f"VESC fault {proto.fault_name(values.fault)} ({values.fault})"
+            elif values.input_voltage < c.low_voltage:
+                level = max(level, DiagnosticStatus.WARN)
+                message = (
+                    f"battery at {values.input_voltage:.1f} V, below {c.low_voltage:g} V; {message}"
+                )
         odo = self.odometry
         fields = {
             "mode": mode,

@@ -169,6 +169,26 @@ class Values:
     fault: int = 0
 
 
+FAULT_NAMES = (
+    "NONE",
+    "OVER_VOLTAGE",
+    "UNDER_VOLTAGE",
+    "DRV",
+    "ABS_OVER_CURRENT",
+    "OVER_TEMP_FET",
+    "OVER_TEMP_MOTOR",
+    "GATE_DRIVER_OVER_VOLTAGE",
+    "GATE_DRIVER_UNDER_VOLTAGE",
+    "MCU_UNDER_VOLTAGE",
+    "BOOTING_FROM_WATCHDOG_RESET",
+)
+"""The first of the firmware's ``mc_fault_code`` names (later ones are reported by number)."""
+
+
+def fault_name(code: int) -> str:
+    return FAULT_NAMES[code] if 0 <= code < len(FAULT_NAMES) else f"FAULT_{code}"
+
+
 # (field, struct code, scale) in wire order
 _VALUES_LAYOUT = (
     ("temp_fet", "h", 1e1),
