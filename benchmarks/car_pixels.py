@@ -3,6 +3,7 @@ the scripted expert's lap.
 
     nice -n 10 python benchmarks/car_pixels.py train --seed 0 [--steps 10000 --every 2000]
     python benchmarks/car_pixels.py evaluate --seeds 0,1,2      # JSON lines to --results
+    python benchmarks/car_pixels.py cost                        # s/step, frozen vs trained trunk
 
 What the policy observes: the forward camera (the only image, ``--image-size`` px) and the
 13-vector of car_lap, whose checkpoint directions come from the car's own odometry (wheel speed and
@@ -15,8 +16,11 @@ frame (``--encoder conv`` trains the trunk instead, ~4x slower per update here).
 every checkpoint found (and the expert) on ``--episodes`` evaluation episodes (30 s each, fixed
 seeds) and appends one JSON line per (seed, steps): the mean and best time of the laps finished,
 the share of episodes with a finished lap, the crash rate (episodes ended by the car's own crash
-or stuck detection), the twin's wall-contact rate (ground truth, evaluation only), the expert's
-lap time on the same episodes and the training wall seconds up to that checkpoint.
+or stuck detection; ``train_crash_rate``: the same over the training episodes of the last
+``--every`` steps, exploration included), the twin's wall-contact rate (ground truth, evaluation
+only), the expert's lap time on the same episodes and the training wall seconds up to that
+checkpoint. Laps are counted by the task (on the car's odometry) and, as a check, by the twin's
+true pose (``true_laps``, ``true_lap_time``: full turns along the track's centreline).
 """
 
 from __future__ import annotations
@@ -72,14 +76,44 @@ def train(args) -> None:
     )
 
 
+class TrueLaps:
+    """Ground truth for evaluation only: laps by the twin's true pose, as progress along the
+    track's centreline, so a lap the task counts on its drifting odometry can be checked."""
+
+    def __init__(self, control_hz: float):
+        from robot_rl.sim.car_track import DEFAULT_TRACK, centreline
+
+        self.line, self.control_hz = centreline(DEFAULT_TRACK), control_hz
+        self.index = self.progress = self.steps = self.last_lap_step = 0
+        self.times: list[float] = []
+
+    def start(self, reading: dict) -> None:
+        self.index = self.line.nearest(reading["pose"])
+        self.progress = self.steps = self.last_lap_step = 0
+
+    def update(self, reading: dict) -> None:
+        index = self.line.nearest(reading["pose"])
+        n = len(self.line)
+        step = (index - self.index + n // 2) % n - n // 2  # signed, wrap-aware
+        self.index, self.steps = index, self.steps + 1
+        self.progress += step
+        if self.progress >= n:  # one more full turn of the track
+            self.progress -= n
+            self.times.append((self.steps - self.last_lap_step) / self.control_hz)
+            self.last_lap_step = self.steps
+
+
 def lap_figures(policy, env, episodes: int, seed: int) -> dict:
     """Run ``episodes`` evaluation episodes; the laps, crashes and wall contacts seen."""
     laps, with_lap, crashes, contacts = [], 0, 0, 0
+    truth = TrueLaps(env.task.control_hz)
     for episode in range(episodes):
         obs, info = env.reset(seed=seed + episode)
+        truth.start(env.reading)
         done_laps, contact, lapped = 0, False, False
         while True:
             obs, _, terminated, truncated, info = env.step(policy(env, obs))
+            truth.update(env.reading)
             contact = contact or bool(env.reading.get("collision", [0.0])[0] > 0.5)
             if info["laps"] > done_laps:
                 done_laps = info["laps"]
@@ -90,6 +124,7 @@ def lap_figures(policy, env, episodes: int, seed: int) -> dict:
         with_lap += int(lapped)
         crashes += int(terminated)
         contacts += int(contact)
+    true = truth.times
     return {
         "lap_time": round(float(np.mean(laps)), 2) if laps else None,
         "best_lap_time": round(float(np.min(laps)), 2) if laps else None,
@@ -97,7 +132,21 @@ def lap_figures(policy, env, episodes: int, seed: int) -> dict:
         "lap_rate": with_lap / episodes,
         "crash_rate": crashes / episodes,
         "contact_rate": contacts / episodes,
+        "true_laps": len(true),
+        "true_lap_time": round(float(np.mean(true)), 2) if true else None,
     }
+
+
+def training_crash_rate(run_dir: Path, step: int, window: int, max_length: int) -> float | None:
+    """Share of the training episodes that ended in the ``window`` steps before ``step`` on a
+    crash or stuck (an episode shorter than the time limit: car_lap ends on nothing else)."""
+    lengths = []
+    with (run_dir / "metrics.jsonl").open() as stream:
+        for line in stream:
+            row = json.loads(line)
+            if "charts/episode_length" in row and step - window < row["step"] <= step:
+                lengths.append(row["charts/episode_length"])
+    return round(float(np.mean([n < max_length for n in lengths])), 3) if lengths else None
 
 
 def evaluation_env(meta: dict, checkpoints: str | None):
@@ -156,6 +205,9 @@ def evaluate(args) -> None:
                     figures["best_lap_time"] is not None
                     and figures["best_lap_time"] < expert_figures["lap_time"]
                 ),
+                "train_crash_rate": training_crash_rate(
+                    run_dir, meta["step"], args.every, env.task.max_episode_steps
+                ),
                 "wall_s": round((checkpoint / "meta.json").stat().st_mtime - started, 1),
                 "episodes": args.episodes,
                 "image_size": meta["image_size"],
@@ -166,9 +218,47 @@ def evaluate(args) -> None:
                 stream.write(json.dumps(line) + "\n")
 
 
+def cost(args) -> None:
+    """Seconds per training step (acting, rendering and RLPD updates) once updates run, for a
+    short run of each trunk: what a budget of steps costs on this machine."""
+    import re
+    import tempfile
+
+    from rich.console import Console
+
+    from robot_rl.runtime.train_loop import train as run
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for encoder in ("frozen", "conv"):
+        with tempfile.TemporaryDirectory() as runs:
+            args.encoder, args.runs, args.seed = encoder, runs, 0
+            cfg = train_config(args)
+            cfg.total_steps, cfg.start_steps, cfg.demos = 200 + args.cost_steps, 200, 0
+            cfg.log_every, cfg.checkpoint_every = args.cost_steps, 10 * cfg.total_steps
+            cfg.eval_every = 10 * cfg.total_steps
+            console = Console(record=True, quiet=True)
+            run(cfg, console=console)
+            rates = re.findall(r"([\d.]+) env steps/s \| ([\d.]+) updates/s", console.export_text())
+        steps_per_s, updates_per_s = (float(v) for v in rates[-1])
+        line = {
+            "encoder": encoder,
+            "image_size": args.image_size,
+            "steps": args.cost_steps,
+            "env_steps_per_s": steps_per_s,
+            "updates_per_s": updates_per_s,
+            "s_per_step": round(1 / steps_per_s, 3),
+            "utd": cfg.utd_ratio,
+            "critics": cfg.agent.num_critics,
+            "batch": cfg.batch_size,
+        }
+        print(json.dumps(line), flush=True)
+        with (RESULTS / "cost.jsonl").open("a") as stream:
+            stream.write(json.dumps(line) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["train", "evaluate"])
+    parser.add_argument("command", choices=["train", "evaluate", "cost"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--steps", type=int, default=10_000)
@@ -180,8 +270,9 @@ def main() -> None:
     parser.add_argument("--eval-seed", type=int, default=10_000)
     parser.add_argument("--runs", default="runs/car_pixels")
     parser.add_argument("--results", default=str(RESULTS / "results.jsonl"))
+    parser.add_argument("--cost-steps", type=int, default=400, help="cost: steps timed")
     args = parser.parse_args()
-    train(args) if args.command == "train" else evaluate(args)
+    {"train": train, "evaluate": evaluate, "cost": cost}[args.command](args)
 
 
 if __name__ == "__main__":
