@@ -396,3 +396,19 @@ def test_a_vesc_fault_and_a_low_battery_show_on_diagnostics(tmp_path):
     finally:
         car.close()
         peer.close()
+
+
+def test_a_stop_can_brake_instead_of_coasting(tmp_path):
+    peer = VescPeer(tmp_path / "vesc").start()
+    car = Car(str(peer.link), mode="duty", brake_current=4.0)
+    try:
+        keep_driving(car, 1.0, 0.0, lambda: peer.last("duty"), 30.0, "driving")
+        # the watchdog's stop goes out as a brake current, not a zero duty cycle (a coast)
+        wait_for(lambda: peer.commands[-2:][0][0] == "brake", 30.0, "the brake")
+        assert peer.last("brake") == 4.0
+        assert car.status.get("mode") in (None, "stopped") or wait_for(
+            lambda: car.status.get("mode") == "stopped", 30.0, "'stopped'"
+        )
+    finally:
+        car.close()
+        peer.close()

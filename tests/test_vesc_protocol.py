@@ -53,6 +53,7 @@ def test_command_payloads():
     assert proto.set_duty(0.25) == struct.pack(">Bi", 5, 25_000)
     assert proto.set_rpm(-3000) == struct.pack(">Bi", 8, -3000)
     assert proto.set_servo_pos(0.5) == struct.pack(">Bh", 12, 500)
+    assert proto.set_current_brake(4.0) == struct.pack(">Bi", 7, 4000)
     assert proto.decode_command(proto.set_duty(-0.1)) == (proto.COMM_SET_DUTY, -0.1)
     assert proto.decode_command(proto.set_servo_pos(0.7)) == (proto.COMM_SET_SERVO_POS, 0.7)
     with pytest.raises(ValueError, match="too short"):

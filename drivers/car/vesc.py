@@ -90,6 +90,12 @@ class VescConfig:
     )
     wheelbase: float = param(0.26, "front to rear axle (m): the bicycle model's length", positive)
     max_steering: float = param(0.5, "steering angle limit (rad)", positive)
+    brake_current: float = param(
+        0.0,
+        "stop (watchdog, e-stop, zero speed) with COMM_SET_CURRENT_BRAKE at this current (A) "
+        "instead of a zero set-point, which lets the car coast in duty mode; 0: zero set-point",
+        (lambda v: v >= 0, "must be >= 0"),
+    )
     servo_centre: float = param(0.5, "servo position that drives straight", unit_interval)
     servo_min: float = param(0.15, "lowest servo position allowed", unit_interval)
     servo_max: float = param(0.85, "highest servo position allowed", unit_interval)
@@ -178,6 +184,7 @@ class VescDriver(DeviceNode):
             c.silent_timeout,
             c.reconnect_period,
             c.imu,
+            c.brake_current,
         )
         link = VescLink(settings, self._on_values, self._on_imu if c.imu else None, self._log)
         link.connect()  # raises ConnectError with one line

@@ -36,6 +36,9 @@ class LinkSettings:
     silent_timeout: float
     reconnect_period: float
     imu: bool
+    brake_current: float = 0.0
+    """A stop (zero set-point) goes out as COMM_SET_CURRENT_BRAKE with this current (A) when
+    > 0: in duty mode, or below the speed controller's minimum ERPM, zero lets the car coast."""
 
 
 class VescLink:
@@ -160,8 +163,13 @@ class VescLink:
 
     def _write_command(self, command: tuple[float, float]) -> None:
         motor, servo = command
-        set_motor = proto.set_rpm if self.settings.mode == "rpm" else proto.set_duty
-        self._write(proto.frame(set_motor(motor)) + proto.frame(proto.set_servo_pos(servo)))
+        if motor == 0.0 and self.settings.brake_current > 0:
+            motor_packet = proto.set_current_brake(self.settings.brake_current)
+        elif self.settings.mode == "rpm":
+            motor_packet = proto.set_rpm(motor)
+        else:
+            motor_packet = proto.set_duty(motor)
+        self._write(proto.frame(motor_packet) + proto.frame(proto.set_servo_pos(servo)))
         self.applied = command
 
     def _write(self, data: bytes) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 COMM_GET_VALUES = 4
 COMM_SET_DUTY = 5
 COMM_SET_CURRENT = 6
+COMM_SET_CURRENT_BRAKE = 7
 COMM_SET_RPM = 8
 COMM_SET_SERVO_POS = 12
 COMM_ALIVE = 30
@@ -114,6 +115,10 @@ def set_current(amps: float) -> bytes:
     return struct.pack(">Bi", COMM_SET_CURRENT, round(amps * 1000))
 
 
+def set_current_brake(amps: float) -> bytes:
+    return struct.pack(">Bi", COMM_SET_CURRENT_BRAKE, round(amps * 1000))
+
+
 def set_servo_pos(position: float) -> bytes:
     """``position`` in 0..1 (the firmware's servo output range)."""
     return struct.pack(">Bh", COMM_SET_SERVO_POS, round(position * 1000))
@@ -128,7 +133,8 @@ def get_imu_data(mask: int = IMU_MASK) -> bytes:
 
 
 def decode_command(payload: bytes) -> tuple[int, float | None]:
-    """(command id, value) of a host command: duty (-1..1), ERPM, amps or servo position
+    """(command id, value) of a host command: duty (-1..1), ERPM, amps (current or brake
+    current) or servo position
     (0..1); None for a request without a value. Raises ValueError on a short payload."""
     cid = payload[0]
     try:
@@ -136,7 +142,7 @@ def decode_command(payload: bytes) -> tuple[int, float | None]:
             return cid, struct.unpack_from(">i", payload, 1)[0] / 100_000
         if cid == COMM_SET_RPM:
             return cid, float(struct.unpack_from(">i", payload, 1)[0])
-        if cid == COMM_SET_CURRENT:
+        if cid in (COMM_SET_CURRENT, COMM_SET_CURRENT_BRAKE):
             return cid, struct.unpack_from(">i", payload, 1)[0] / 1000
         if cid == COMM_SET_SERVO_POS:
             return cid, struct.unpack_from(">h", payload, 1)[0] / 1000

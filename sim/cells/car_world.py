@@ -52,7 +52,7 @@ class TwinDrivetrain:
             self.speed = value / c.geometry.erpm_per_mps
         elif kind == "duty":
             self.speed = value / c.duty_per_mps
-        elif kind == "current" and value == 0.0:
+        elif kind == "brake" or (kind == "current" and value == 0.0):
             self.speed = 0.0
         elif kind == "servo":
             self.steering = (value - c.servo_centre) / c.servo_per_radian

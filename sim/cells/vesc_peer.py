@@ -1,11 +1,11 @@
 """A VESC on a pseudo-terminal: the far end of the VESC node's serial port, written to the VESC
 protocol (``robot_rl.drivers.car.vesc_protocol``) and to nothing in the node.
 
-It answers COMM_GET_VALUES and COMM_GET_IMU_DATA from a drivetrain model and hands COMM_SET_DUTY,
-COMM_SET_RPM, COMM_SET_CURRENT and COMM_SET_SERVO_POS to it. The node opens ``link`` (a symlink
-to the pty's device, as a udev rule gives /dev/vesc), so the peer can go away (``unplug``: the
-pty closes, the link goes) and come back on a new pty (``plug``). For tests it can also fall
-silent (``silent``) and garble answers (``corrupt_next``: the CRC is wrong).
+It answers COMM_GET_VALUES and COMM_GET_IMU_DATA from a drivetrain model and hands
+COMM_SET_DUTY, COMM_SET_RPM, COMM_SET_CURRENT(_BRAKE) and COMM_SET_SERVO_POS to it. The node
+opens ``link`` (a symlink to the pty's device, as a udev rule gives /dev/vesc), so the peer can
+go away (``unplug``: the pty closes, the link goes) and come back on a new pty (``plug``). For
+tests it can also fall silent (``silent``) and garble answers (``corrupt_next``: a wrong CRC).
 
 Two models: ``SimpleDrivetrain`` (the set-point is reached at once; the tachometer integrates
 the ERPM on the wall clock), for the driver's tests, and the car cell's twin model
@@ -29,7 +29,7 @@ from robot_rl.drivers.car import vesc_protocol as proto
 
 class Drivetrain(Protocol):
     def apply(self, kind: str, value: float) -> None:
-        """``kind``: duty, rpm, current or servo."""
+        """``kind``: duty, rpm, current, brake or servo."""
 
     def values(self) -> proto.Values: ...
 
@@ -63,7 +63,7 @@ class SimpleDrivetrain:
             self.erpm, self.duty = value, value / self.erpm_per_duty
         elif kind == "duty":
             self.duty, self.erpm = value, value * self.erpm_per_duty
-        elif kind == "current" and value == 0.0:
+        elif kind == "brake" or (kind == "current" and value == 0.0):
             self.duty = self.erpm = 0.0
         elif kind == "servo":
             self.servo = value
@@ -85,6 +85,7 @@ _KINDS = {
     proto.COMM_SET_DUTY: "duty",
     proto.COMM_SET_RPM: "rpm",
     proto.COMM_SET_CURRENT: "current",
+    proto.COMM_SET_CURRENT_BRAKE: "brake",
     proto.COMM_SET_SERVO_POS: "servo",
 }
 
