@@ -25,6 +25,7 @@ Action (2, [-1, 1]): speed -1 -> ``min_speed`` .. 1 -> ``max_speed`` m/s; steeri
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,6 +180,12 @@ class CarLapTask(Task):
         if first:
             lap.backend = backend
             lap.crashes = lap.stucks = lap.recoveries = 0
+            if not backend.is_simulated and self.checkpoints == DEFAULT_CHECKPOINTS:
+                # right for the twin's ROS nodes and cells, wrong for any real track: say so
+                logging.getLogger(__name__).warning(
+                    "car_lap over ROS with the twin track's checkpoints: a real car needs its "
+                    "own lap (robot-rl record-lap, then --checkpoints FILE)"
+                )
             if backend.is_simulated:
                 backend.place_car(*self._random_start(rng))
             lap.target = self._checkpoint_ahead(odometry_pose(backend.read()))
