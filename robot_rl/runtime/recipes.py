@@ -23,11 +23,12 @@ PIXEL_RECIPE = {"image_size": 32, "batch_size": 64}
 """Learning from cameras on a CPU: 32 px images and 64-transition batches, with the agent's
 default trunk (the small conv, trained, with DrQ shifts). Why: every critic update runs the
 trunk over the batch's images, so pixels x batch set the cost of a step. Measured on 2 shared CPU
-cores (benchmarks/pixel_learning.py --measure, pick_cube, front + wrist, no privileged state):
-about 6 env steps/s at UTD 2, against about 5 for the other practical candidate, a frozen random
-trunk with the embedding cache at 64 px and batch 256; and it learned faster (issue 17: 100% vs
-90% at 2,000 steps). Taken for the fields a run leaves at TrainConfig's defaults
-(``--image-size 48`` stays 48); ``--no-pixel-recipe`` keeps the defaults (64 px, batch 256)."""
+cores, 400 steps each (benchmarks/results/pixel_learning/measure.jsonl; pick_cube, front + wrist,
+no privileged state): about 6-7 env steps/s at UTD 2, against 4-5 for the other practical
+candidate, a frozen random trunk with the embedding cache at 64 px and batch 256; and it learned
+faster (issue 17: 100% vs 90% at 2,000 steps; here 90% at 1,500 steps on seeds 0 and 1). Taken
+for the fields a run leaves at TrainConfig's defaults (``--image-size 48`` stays 48);
+``--no-pixel-recipe`` keeps the defaults (64 px, batch 256)."""
 
 
 def recipe_for(backend: str, task: str, cameras: tuple[str, ...] = (), pixels: bool = True) -> dict:
