@@ -262,12 +262,14 @@ class VescDriver(DeviceNode):
             # a VESC that comes back may have rebooted: its tachometer no longer continues
             self._reconnects_seen = self.link.reconnects
             odo.restart_tachometer()
+            self._last_stamp = None
         c = self.config
         imu = self._imu_state  # (monotonic time, gyro z, roll, pitch) or None
         fresh = imu is not None and time.monotonic() - imu[0] < IMU_FRESH
         yaw_rate = imu[1] if fresh and c.yaw_from_imu else None
         self.heading_source = "imu" if yaw_rate is not None else "steering"
-        dt = stamp - self._last_stamp if self._last_stamp is not None else 0.0
+        # a gap in the telemetry (a silent VESC) turns the heading by at most IMU_FRESH of yaw
+        dt = min(stamp - self._last_stamp, IMU_FRESH) if self._last_stamp is not None else 0.0
         self._last_stamp = stamp
         odo.update(
             values.erpm, values.tachometer, steering_of_servo(servo, self.servo), yaw_rate, dt
