@@ -117,6 +117,9 @@ class StackConfig:
     """Observe and score only what drivers publish (always on in a robot stack)."""
     speedup: float = 4.0
     """Twin only: simulated seconds per wall second."""
+    max_learner_lag: int | None = 16
+    """Twin only: the actor waits (the twin paused) while the learner is this many transitions
+    behind its update-to-data ratio, until it has caught up; None: never. A robot never waits."""
     camera_rate: float = 20.0
     """Twin cameras' frame rate (simulated Hz)."""
     seed: int = 0
@@ -140,6 +143,8 @@ class StackConfig:
             raise ValueError("a robot stack needs a hardware file (hardware:=... / --hardware)")
         if not self.speedup > 0:
             raise ValueError(f"speedup must be > 0, got {self.speedup}")
+        if self.max_learner_lag is not None and self.max_learner_lag < 1:
+            raise ValueError(f"max_learner_lag must be >= 1, got {self.max_learner_lag}")
         if self.image_size < 8:
             raise ValueError(f"image_size must be >= 8, got {self.image_size}")
 
@@ -225,6 +230,8 @@ def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
         # the twin's nodes may still be starting, a respawned camera takes a while: wait for
         # them (in wall seconds) rather than fail the run
         args += ["--ros.ready-timeout", "90", "--ros.service-timeout", "60"]
+        if cfg.max_learner_lag is not None:  # hold the recipe's update-to-data ratio
+            args += ["--max-learner-lag", str(cfg.max_learner_lag)]
     return ProcessSpec(
         name="actor", role="actor", module=ACTOR_NODE, arguments=(*args, *cfg.actor_args),
         parameters={"use_sim_time": cfg.mode == "sim"},

@@ -48,6 +48,12 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     speedup: float = 4.0
     """Twin only: simulated seconds per wall second (the actor keeps the task's rate in
     simulated time)."""
+    utd_pacing: bool = True
+    """Twin only: the actor waits for a learner that falls behind the update-to-data ratio (the
+    twin's time stands still meanwhile); --no-utd-pacing lets it run on. A robot never waits:
+    its learner's lag is reported instead."""
+    max_learner_lag: int = 16
+    """Twin only: transitions the learner may fall behind before the actor waits for it."""
     total_steps: int = 6_000
     """Environment steps of the run (the learner makes its updates for all of them)."""
     demos: int | None = None
@@ -92,6 +98,8 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
             raise ValueError(f"--total-steps must be >= 1, got {self.total_steps}")
         if self.eval_episodes < 0 or self.grace < 0:
             raise ValueError("--eval-episodes and --grace must be >= 0")
+        if self.max_learner_lag < 1:
+            raise ValueError(f"--max-learner-lag must be >= 1, got {self.max_learner_lag}")
         if not self.ready_timeout > 0:
             raise ValueError(f"--ready-timeout must be > 0, got {self.ready_timeout}")
         self.agent.validate()
@@ -158,6 +166,7 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         task=cfg.task, mode=cfg.mode, hardware=cfg.hardware, cameras=tuple(cfg.cameras),
         image_size=cfg.image_size, privileged_state=cfg.privileged_state,
         robot_mode=cfg.robot_mode, speedup=cfg.speedup, seed=cfg.seed,
+        max_learner_lag=cfg.max_learner_lag if cfg.utd_pacing else None,
         learner_endpoint=endpoint, run_dir=str(run_dir), total_steps=cfg.total_steps,
         log_every=cfg.log_every, learner_args=tuple(learner_args),
         actor_args=tuple(actor_args),
@@ -198,7 +207,7 @@ def _terminate(*_) -> None:
 
 
 def run(cfg: UpConfig) -> int:
-    from robot_rl.runtime.stack_progress import StackProgress
+    from robot_rl.runtime.stack_progress import StackProgress, utd_text
     from robot_rl.runtime.supervisor import Supervisor
 
     console = Console(soft_wrap=True)
@@ -255,10 +264,11 @@ def run(cfg: UpConfig) -> int:
     report = _report(cfg, run_dir, train_seconds, console)
     report["wall_seconds"] = time.monotonic() - started
     (run_dir / "report.json").write_text(json.dumps(report, indent=2))
-    console.print(f"[bold]done[/] in {report['wall_seconds'] / 60:.1f} min: "
+    console.print(f"[bold]done[/] in {report['wall_seconds'] / 60:.1f} min "
+                  f"(wall {report['wall_seconds']:.0f} s): "
                   + (f"success {report['eval']['success_rate']:.0%} over "
                      f"{report['eval']['episodes']} episodes; " if report.get("eval") else "")
-                  + f"report {run_dir / 'report.json'}")
+                  + f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}")
     return 0
 
 
@@ -362,6 +372,7 @@ def _supervise(supervisor, progress, console, log_every: float) -> None:
 
 def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console) -> dict:
     from robot_rl.runtime.plots import plot_curves
+    from robot_rl.runtime.stack_progress import actor_summary, utd_report
 
     learner_dir = run_dir / "learner"
     summary_file = learner_dir / "summary.json"
@@ -371,6 +382,9 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
         "learner": json.loads(summary_file.read_text()) if summary_file.is_file() else None,
         "checkpoints": str(learner_dir / "checkpoints"),
     }
+    paced = cfg.mode == "sim" and cfg.utd_pacing
+    report["utd"] = utd_report(report["learner"], actor_summary(run_dir / "logs" / "actor.log"),
+                               paced)
     if cfg.eval_episodes:
         console.print(f"evaluating the final checkpoint on the in-process twin "
                       f"({cfg.eval_episodes} episodes)")

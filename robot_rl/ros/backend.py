@@ -231,6 +231,10 @@ class RosRobotBackend:
     def clear_error(self) -> str:
         return self._call(Trigger, "clear_error", Trigger.Request()).message
 
+    def pause_simulation(self, paused: bool) -> str:
+        """The twin node's ``pause`` service (a twin only): its simulated time stands still."""
+        return self._call(SetBool, "pause", SetBool.Request(data=bool(paused))).message
+
     def close(self) -> None:
         if self._context.ok():
             self._executor.shutdown(timeout_sec=1.0)

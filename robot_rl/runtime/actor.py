@@ -37,6 +37,7 @@ from robot_rl.runtime.interventions import check_interventions, with_interventio
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.policy_updater import PolicyUpdater
 from robot_rl.runtime.rate import Rate
+from robot_rl.runtime.utd_pacer import UtdPacer
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.messages import DEFAULT_VALUE_BOUND, check_values, encode_transition
 from robot_rl.transport.outbox import Outbox, is_disk_full
@@ -73,9 +74,10 @@ class ActorConfig(ObservationMode, OperatorOptions, RelabelOptions):
     fsync: str = "never"
     """Outbox flush policy: 'never' survives a killed process, 'always' also a power cut."""
     max_learner_lag: int | None = None
-    """Wait for the learner while it is unreachable or this many transitions behind the data
-    (learner-paced: what the single-process loop does by construction). The twin pauses between
-    steps, a real robot only between episodes. None: never wait (a robot keeps its rate)."""
+    """Wait for the learner while it is unreachable or this many transitions behind the data,
+    until it has caught up (the recipe's update-to-data ratio, as the single-process loop keeps
+    it by construction; runtime/utd_pacer.py). Twin only, between steps, the twin's nodes
+    paused; refused on a real robot, which never waits. None: never wait."""
     flush_timeout: float = 30.0
     """At the end of the run, wait this long for the learner to acknowledge the outbox (what
     is left stays on disk and is sent by the next run with the same outbox)."""
@@ -158,7 +160,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
     env.action_space.seed(int(rng.integers(2**31)))
     control_hz = env.task.control_hz * cfg.speedup if cfg.speedup else None
     rate = Rate(control_hz)
-    simulated = bool(getattr(getattr(env, "backend", None), "is_simulated", False))
+    pacer = UtdPacer.for_env(cfg.max_learner_lag, env)  # None: never waits (a robot)
     updater = PolicyUpdater(client, env.observation_space, env.action_space).start()
     console.print(
         f"[bold]actor[/] {actor_id}: {cfg.task} at "
@@ -180,8 +182,8 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
 
     try:
         while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
-            if cfg.max_learner_lag is not None and (simulated or episode["length"] == 0):
-                _wait_for_learner(client, cfg.max_learner_lag)
+            if pacer is not None:
+                pacer.wait(client)
             if client.refused_reason and not client.connected:
                 raise LearnerRefused(client.refused_reason)
             if client.data_refused:
@@ -272,6 +274,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         "unacknowledged": outbox.backlog,
         "control_period_ms_p50": period["p50_ms"],
         "control_period_ms_p99": period["p99_ms"],
+        **(pacer.summary() if pacer is not None else {}),
     }
 
 
@@ -307,14 +310,6 @@ def _store(outbox: Outbox, payload: bytes, timeout: float, console: Console) -> 
             continue
         console.print("outbox: space is back; going on")
         return
-
-
-def _wait_for_learner(client: TransportClient, max_lag: int) -> None:
-    """Block while the learner is unreachable or more than ``max_lag`` transitions behind."""
-    while client.refused_reason is None and client.data_refused is None and (
-        not client.connected or client.estimated_lag() > max_lag
-    ):
-        time.sleep(0.005)
 
 
 def _progress(

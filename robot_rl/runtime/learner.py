@@ -44,6 +44,7 @@ from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.recipes import FALLBACK, RECIPES
 from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
+from robot_rl.runtime.utd_tracker import UtdTracker
 from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import DEFAULT_VALUE_BOUND, decode_transition
 from robot_rl.transport.outbox import is_disk_full
@@ -426,12 +427,14 @@ class Learner:
 
     def lag(self) -> int:
         """Accepted transitions (queued ones included) that training has not caught up with:
-        what a paced actor waits on. Zero until ``start_steps`` have arrived."""
+        what a paced actor waits on. Zero until ``start_steps`` have arrived, and zero once no
+        further update chunk is allowed (updates run ``update_chunk`` at a time)."""
         accepted = self._received_at_start + self.server.transitions_accepted
         start = max(self.cfg.start_steps, 1)
         if accepted < start:
             return 0
-        return max(0, accepted - (start - 1 + self.updates // self.cfg.utd_ratio))
+        covered = (self.updates + self.cfg.update_chunk - 1) // self.cfg.utd_ratio
+        return max(0, accepted - (start - 1) - covered)
 
     def done(self) -> bool:
         total = self.cfg.total_steps
@@ -472,6 +475,7 @@ class Learner:
             value_bound=cfg.value_bound,
         ).start()
         self._received_at_start = self.received
+        self.utd_tracker = UtdTracker(cfg.utd_ratio, cfg.start_steps)
         self.publish()
         self.console.print(
             f"[bold]learner[/] {cfg.task} on {self.server.bound_endpoint}: UTD {cfg.utd_ratio}, "
@@ -505,7 +509,11 @@ class Learner:
                     self._drain(block=True)  # ahead of the data: wait for transitions
                 now = time.monotonic()
                 if now - last_status >= 0.1:
-                    self.server.publish_status({"lag": self.lag(), "version": self.version})
+                    lag = self.lag()
+                    self.server.publish_status(
+                        {"lag": lag, "version": self.version, "updates": self.updates}
+                    )
+                    self.utd_tracker.observe(self.received, self.updates, lag)
                     last_status = now
                 if now - last_log >= cfg.log_every:
                     # JAX dispatches asynchronously: count only updates that have finished
@@ -536,6 +544,7 @@ class Learner:
             "episodes": self.episodes,
             "actors": sorted(self.cursors),
             "update_seconds": update_time,
+            "utd": self.utd_tracker.summary(),
         }
         try:
             self.logger.finish(summary)
@@ -553,6 +562,7 @@ class Learner:
         self.console.print(
             f"transitions {self.received} | actors {len(self.server.connected_actors)} | "
             f"episodes {self.episodes} | success (last 20) {success} | "
-            f"updates {self.updates} ({updates_per_second:.0f}/s) | weights v{self.version} | "
+            f"updates {self.updates} ({updates_per_second:.0f}/s) | lag {self.lag()} | "
+            f"UTD {self.utd_tracker.text()} | weights v{self.version} | "
             f"queued {backlog} | refused {sum(self.server.refused.values())}"
         )

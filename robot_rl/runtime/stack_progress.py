@@ -6,6 +6,7 @@ this reads what their logs gained since the last call and keeps the newest figur
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -17,6 +18,8 @@ PATTERNS = {
         "updates": r"updates (\d+) \(",
         "updates_per_s": r"updates \d+ \((\d+)/s\)",
         "weights": r"weights v(-?\d+)",
+        "lag": r"\| lag (\d+) \|",
+        "utd": r"UTD ([\d.]+|-)/",
     },
     "actor": {
         "steps": r"steps (\d+)",
@@ -76,5 +79,48 @@ class StackProgress:
             f" ({learner.get('updates', '0')} in all)"
             f" | actor {actor.get('control_hz', '-')} Hz"
             f" | weights v{learner.get('weights', '-')} (actor v{actor.get('weights', '-')})"
+            + f" | UTD {learner.get('utd', '-')}, learner lag {learner.get('lag', '-')}"
             + (f" | stale steps {stale}" if stale else "")
         )
+
+
+def actor_summary(log: Path) -> dict | None:
+    """The actor's closing JSON line (``robot-rl actor`` prints its summary last), if any."""
+    if not log.is_file():
+        return None
+    for line in reversed(log.read_text(errors="replace").splitlines()):
+        if line.startswith("{") and '"actor"' in line:
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def utd_report(learner: dict | None, actor: dict | None, paced: bool) -> dict:
+    """report.json's ``utd``: the learner's ratio while data came in, and the actor's waits."""
+    utd = dict((learner or {}).get("utd") or {})
+    utd["paced"] = paced
+    if actor is not None:
+        utd["actor_waits"] = actor.get("learner_waits", 0)
+        utd["actor_wait_seconds"] = actor.get("learner_wait_seconds", 0.0)
+    return utd
+
+
+def utd_text(utd: dict) -> str:
+    """The closing line's account: ratio while acting against the recipe, and the waits or lag."""
+    ratio = utd.get("effective_while_acting")
+    text = (
+        f"UTD {ratio:.2f} while acting (recipe {utd.get('recipe')})"
+        if ratio is not None
+        else "UTD - (no update while acting)"
+    )
+    if utd.get("paced"):
+        return text + (
+            f", actor waited {utd.get('actor_waits', '?')} times "
+            f"({utd.get('actor_wait_seconds', 0.0):.0f} s)"
+        )
+    return (
+        text + f", learner lag at the end of the data {utd.get('lag_at_data_end', '?')} "
+        f"transitions (max {utd.get('max_lag', '?')})"
+    )

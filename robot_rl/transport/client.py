@@ -73,6 +73,8 @@ class TransportClient:
         self.learner_lag = 0
         """Transitions the learner holds but has not trained on yet (from its last status)."""
         self._acked_at_status = 0
+        self.learner_updates: int | None = None
+        """Critic updates the learner had done at its last status (None: not told yet)."""
         self.weights_received = 0
         """Counts accepted weight messages: a change means new parameters to load."""
         self._weights_lock = threading.Lock()
@@ -230,6 +232,8 @@ class TransportClient:
             self._on_weights(message)
         elif kind == "status":
             self.learner_lag = msg.require(message, "lag", int)
+            if "updates" in message:  # a learner of this version says; an older one does not
+                self.learner_updates = msg.non_negative(message, "updates")
             self._acked_at_status = self.outbox.acked
         elif kind == "hello_first":
             self._linked, self._last_hello = False, 0.0

@@ -7,7 +7,9 @@ contiguous run of sequence-numbered transitions, each an encoded frame of its ow
 ``welcome`` (the learner's run, the next sequence number it expects from this actor, the agent
 configuration), ``refused`` (why, and ``of`` which kind of message), ``ack``
 (everything below ``next_seq`` is durably stored), ``weights`` (versioned acting parameters),
-``status`` (how many received transitions training still owes updates: its lag),
+``status`` (how many received transitions training still owes updates, its lag, and how many
+critic updates it has done: what a paced actor waits on; ``updates`` is optional, so actors and
+learners of the previous release still understand each other and the version stays),
 ``hello_first`` (the learner does not know this connection: after a learner restart).
 
 Every value is checked in the dtype it will be stored in (a reward of 1e300 is finite as a

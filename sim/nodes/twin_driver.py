@@ -101,6 +101,8 @@ class TwinDriverNode(DeviceNode):
         self.create_service(Trigger, "reset", self._on_reset)
         self.create_service(SetBool, "estop", self._on_estop)
         self.create_service(Trigger, "clear_error", self._on_clear_error)
+        self.paused = False  # a paced actor waits for its learner: simulated time stands still
+        self.create_service(SetBool, "pause", self._on_pause)
         period = 1.0 / (self.params["physics_hz"] * self.params["speedup"])
         self._timers = [
             self.create_timer(period, self._tick, clock=self._wall),
@@ -164,6 +166,9 @@ class TwinDriverNode(DeviceNode):
     def _tick(self) -> None:
         if self.twin is None:
             return
+        if self.paused:  # /clock goes on (a silent clock is a fault), its time does not
+            self._clock_pub.publish(ClockMsg(clock=to_stamp(self.sim_time)))
+            return
         self.twin.advance()
         self.sim_time = max(self.sim_time, float(self.twin.data.time))
         stale = self.sim_time - self.last_command_time > self.params["watchdog_timeout"]
@@ -202,6 +207,12 @@ class TwinDriverNode(DeviceNode):
             self.safe_stop()
         self.get_logger().warning(f"e-stop {'engaged' if self.estopped else 'released'}")
         response.success, response.message = True, "engaged" if self.estopped else "released"
+        return response
+
+    def _on_pause(self, request, response):
+        self.paused = bool(request.data)
+        state = f"paused at t={self.sim_time:.3f}" if self.paused else "running"
+        response.success, response.message = True, state
         return response
 
     def _on_clear_error(self, request, response):

@@ -1,0 +1,104 @@
+"""The actor's side of the update-to-data ratio: on a twin, wait for a learner that falls behind.
+
+The learner reports, in its ``status`` message, how many critic updates it has done and its
+lag: the transitions it holds (or that are on their way) that those updates do not cover yet at
+its ``utd_ratio``, counted so that a learner that cannot run another update chunk has lag 0.
+When the lag passes ``max_lag`` the actor stops stepping until the learner has caught up
+completely (lag 0), then plays on: the ratio while the actor plays is the recipe's, give or take
+``max_lag`` transitions.
+
+Where it waits:
+
+- the in-process twin (``is_simulated``): between steps; nothing moves while nobody steps;
+- the twin's ROS 2 nodes (the ROS backend on ``/clock``): between steps, with the twin node
+  paused through its ``pause`` service, so its simulated time does not run on (and its physics
+  leaves the CPU to the learner) while the actor waits;
+- a real robot (the ROS backend on the wall clock): never. A robot keeps its control rate and
+  the learner's lag is reported instead; asking for pacing there is refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+RESUME_LAG = 0
+"""Play on once the learner's lag is down to this (caught up)."""
+
+
+class PacingRefused(ValueError):
+    """Pacing asked for where the actor must never wait (a real robot)."""
+
+
+def _backend(env):
+    backend = getattr(env, "backend", None)
+    if backend is None:
+        backend = getattr(getattr(env, "unwrapped", None), "backend", None)
+    return backend
+
+
+class UtdPacer:
+    """Holds the actor while the learner is more than ``max_lag`` transitions behind."""
+
+    def __init__(
+        self, max_lag: int, pause: Callable[[bool], object] | None = None, poll: float = 0.005
+    ):
+        if max_lag < 1:
+            raise ValueError(f"max_learner_lag must be >= 1, got {max_lag}")
+        self.max_lag = max_lag
+        self.pause = pause
+        self.poll = poll
+        self.waits = 0
+        self.waited_seconds = 0.0
+
+    @classmethod
+    def for_env(cls, max_lag: int | None, env) -> UtdPacer | None:
+        """The pacer for ``env``'s backend, None when ``max_lag`` is None; PacingRefused on a
+        real robot."""
+        if max_lag is None:
+            return None
+        backend = _backend(env)
+        if getattr(backend, "is_simulated", False):
+            return cls(max_lag)
+        if getattr(backend, "use_sim_time", False) and hasattr(backend, "pause_simulation"):
+            return cls(max_lag, pause=backend.pause_simulation)
+        raise PacingRefused(
+            "--max-learner-lag: a real robot never waits for the learner (it keeps its control "
+            "rate; the learner's lag is reported instead); pacing is for the twin"
+        )
+
+    def behind(self, client) -> bool:
+        """Whether the learner is unreachable or further behind than ``max_lag``."""
+        return not client.connected or client.estimated_lag() > self.max_lag
+
+    @staticmethod
+    def _stopped(client) -> bool:
+        return client.refused_reason is not None or client.data_refused is not None
+
+    def wait(self, client) -> float:
+        """Between two steps: when the learner is behind, hold (the twin paused) until it has
+        caught up; returns the seconds waited."""
+        if self._stopped(client) or not self.behind(client):
+            return 0.0
+        started = time.monotonic()
+        if self.pause is not None:
+            self.pause(True)
+        try:
+            while not self._stopped(client) and (
+                not client.connected or client.estimated_lag() > RESUME_LAG
+            ):
+                time.sleep(self.poll)
+        finally:
+            if self.pause is not None:
+                self.pause(False)
+        waited = time.monotonic() - started
+        self.waits += 1
+        self.waited_seconds += waited
+        return waited
+
+    def summary(self) -> dict:
+        return {
+            "learner_waits": self.waits,
+            "learner_wait_seconds": round(self.waited_seconds, 3),
+            "paused_twin": self.pause is not None,
+        }
