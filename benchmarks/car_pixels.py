@@ -164,6 +164,9 @@ def evaluate(args) -> None:
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = Path(args.results)
+    done = set()  # (seed, steps) already in the results file: evaluated while training went on
+    if out.is_file():
+        done = {(r["seed"], r["steps"]) for r in map(json.loads, out.read_text().splitlines())}
     expert_figures = None
     for seed in [int(s) for s in args.seeds.split(",")]:
         run_dir = Path(args.runs) / f"seed{seed}"
@@ -174,6 +177,8 @@ def evaluate(args) -> None:
         started = float((run_dir / "started").read_text())
         for checkpoint in found:
             meta = read_metadata(checkpoint)
+            if (seed, meta["step"]) in done:
+                continue
             env = evaluation_env(meta, args.checkpoints)
             if expert_figures is None:
                 expert = make_expert(env.task)
