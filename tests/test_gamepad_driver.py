@@ -39,18 +39,23 @@ from robot_rl.drivers.teleop.evdev_gamepad import (
 pytestmark = pytest.mark.timeout(180)
 
 XBOX360 = {
-    e.ABS_X: AxisRange(-32768, 32767), e.ABS_Y: AxisRange(-32768, 32767),
-    e.ABS_RX: AxisRange(-32768, 32767), e.ABS_RY: AxisRange(-32768, 32767),
-    e.ABS_Z: AxisRange(0, 255), e.ABS_RZ: AxisRange(0, 255),
-    e.ABS_HAT0X: AxisRange(-1, 1), e.ABS_HAT0Y: AxisRange(-1, 1),
+    e.ABS_X: AxisRange(-32768, 32767),
+    e.ABS_Y: AxisRange(-32768, 32767),
+    e.ABS_RX: AxisRange(-32768, 32767),
+    e.ABS_RY: AxisRange(-32768, 32767),
+    e.ABS_Z: AxisRange(0, 255),
+    e.ABS_RZ: AxisRange(0, 255),
+    e.ABS_HAT0X: AxisRange(-1, 1),
+    e.ABS_HAT0Y: AxisRange(-1, 1),
 }
 AT_REST = {code: 0 for code in XBOX360}
 
 
 def frame(*events, t: float = 1.0) -> bytes:
     """Events and the SYN_REPORT that closes them, as the kernel writes them."""
-    return b"".join(pack_event(*ev, time_s=t) for ev in events) + pack_event(EV_SYN,
-                                                                             SYN_REPORT, 0, t)
+    return b"".join(pack_event(*ev, time_s=t) for ev in events) + pack_event(
+        EV_SYN, SYN_REPORT, 0, t
+    )
 
 
 def axis(code, value):
@@ -77,8 +82,15 @@ def test_events_apply_on_syn_report_only():
 
 def test_normalisation_of_sticks_triggers_and_hats():
     parser = GamepadEvents(XBOX360, AT_REST)
-    parser.feed(frame(axis(e.ABS_X, 32767), axis(e.ABS_Y, -32768), axis(e.ABS_RZ, 255),
-                      axis(e.ABS_Z, 64), axis(e.ABS_HAT0X, -1)))
+    parser.feed(
+        frame(
+            axis(e.ABS_X, 32767),
+            axis(e.ABS_Y, -32768),
+            axis(e.ABS_RZ, 255),
+            axis(e.ABS_Z, 64),
+            axis(e.ABS_HAT0X, -1),
+        )
+    )
     norm = parser.normalised(triggers=[e.ABS_Z, e.ABS_RZ])
     assert norm[("abs", e.ABS_X)] == 1.0 and norm[("abs", e.ABS_Y)] == -1.0
     assert norm[("abs", e.ABS_RZ)] == 1.0 and abs(norm[("abs", e.ABS_Z)] - 64 / 255) < 1e-9
@@ -113,8 +125,19 @@ def test_gamepad_classification_and_sysfs_bitmaps():
     # BTN_SOUTH, EAST, NORTH, WEST, TL, TR, SELECT, START, MODE, THUMBL, THUMBR
     if struct.calcsize("l") == 8:
         codes = sysfs_key_codes("7cdb000000000000 0 0 0 0")
-        assert codes == {e.BTN_SOUTH, e.BTN_EAST, e.BTN_NORTH, e.BTN_WEST, e.BTN_TL, e.BTN_TR,
-                         e.BTN_SELECT, e.BTN_START, e.BTN_MODE, e.BTN_THUMBL, e.BTN_THUMBR}
+        assert codes == {
+            e.BTN_SOUTH,
+            e.BTN_EAST,
+            e.BTN_NORTH,
+            e.BTN_WEST,
+            e.BTN_TL,
+            e.BTN_TR,
+            e.BTN_SELECT,
+            e.BTN_START,
+            e.BTN_MODE,
+            e.BTN_THUMBL,
+            e.BTN_THUMBR,
+        }
     assert is_gamepad([e.KEY_A, e.BTN_SOUTH], has_abs=True)
     assert not is_gamepad([e.KEY_A, e.BTN_LEFT], has_abs=True)  # a keyboard, a mouse
     assert not is_gamepad([e.BTN_SOUTH], has_abs=False)
@@ -144,8 +167,12 @@ class GamepadBench:
             os.set_blocking(read_fd, False)
             self.writer = write_fd
             self.readers.append(read_fd)
-        return EvdevFile(read_fd, XBOX360, "replayed Xbox 360 pad",
-                         snapshot=lambda: (dict(self.state), list(self.keys)))
+        return EvdevFile(
+            read_fd,
+            XBOX360,
+            "replayed Xbox 360 pad",
+            snapshot=lambda: (dict(self.state), list(self.keys)),
+        )
 
     def send(self, *frames: bytes) -> None:
         with self.lock:
@@ -188,8 +215,15 @@ def test_node_from_event_bytes_to_the_actor_with_unplug_and_reconnect():
 
             # left stick fully forward and half right; right stick slightly (inside the
             # deadband); RB held; right trigger pulled
-            bench.send(frame(axis(e.ABS_Y, -32768), axis(e.ABS_X, 16384), axis(e.ABS_RY, 2000),
-                             key(e.BTN_TR, 1), axis(e.ABS_RZ, 255)))
+            bench.send(
+                frame(
+                    axis(e.ABS_Y, -32768),
+                    axis(e.ABS_X, 16384),
+                    axis(e.ABS_RY, 2000),
+                    key(e.BTN_TR, 1),
+                    axis(e.ABS_RZ, 255),
+                )
+            )
             command = harness.wait_for(lambda c: c.button and c.action[0] > 0, "a deflection")
             half = (16384 * 2 + 1) / 65535
             expected = [1.0, -(half - 0.1) / 0.9, 0.0, 0.0, 0.0, 0.0, 1.0]
@@ -209,8 +243,8 @@ def test_node_from_event_bytes_to_the_actor_with_unplug_and_reconnect():
             bench.unplug()
             harness.wait_released()
             status = harness.diagnostics.wait_for(
-                lambda s: s.level == DiagnosticStatus.ERROR and "lost" in s.message,
-                "device lost")
+                lambda s: s.level == DiagnosticStatus.ERROR and "lost" in s.message, "device lost"
+            )
             assert "retrying" in status.message
             time.sleep(0.5)
             harness.wait_released()  # stays released while the pad is away
@@ -219,8 +253,9 @@ def test_node_from_event_bytes_to_the_actor_with_unplug_and_reconnect():
             bench.plug({**AT_REST, e.ABS_Z: 255})
             command = harness.wait_for(lambda c: c.action[6] < 0, "the state read on reopen")
             assert not command.button and not np.any(command.action[:6])
-            status = harness.diagnostics.wait_for(lambda s: s.level == DiagnosticStatus.OK,
-                                                  "the pad back")
+            status = harness.diagnostics.wait_for(
+                lambda s: s.level == DiagnosticStatus.OK, "the pad back"
+            )
             assert dict((v.key, v.value) for v in status.values)["reconnects"] == "1"
             bench.send(frame(axis(e.ABS_Z, 0), axis(e.ABS_RY, -32768)))
             command = harness.wait_for(lambda c: c.action[2] > 0, "motion after the reconnect")
@@ -249,8 +284,10 @@ SCRIPT = ("robot-rl-gamepad", "robot_rl.drivers.teleop.gamepad")
 def test_console_script_without_the_device_says_so_in_one_line():
     from teleop_helpers import console_script, run_until
 
-    output = run_until([*console_script(*SCRIPT), "--ros-args", "-p",
-                        "device_path:=/dev/input/event99"], "cannot open the gamepad")
+    output = run_until(
+        [*console_script(*SCRIPT), "--ros-args", "-p", "device_path:=/dev/input/event99"],
+        "cannot open the gamepad",
+    )
     assert "cannot open the gamepad at /dev/input/event99: No such file" in output, output
     assert "Traceback" not in output, output
     output = run_until(console_script(*SCRIPT), "no gamepad")
@@ -262,6 +299,10 @@ def test_console_script_bad_parameter_exits_2():
 
     result = subprocess.run(
         [*console_script(*SCRIPT), "--ros-args", "-p", "twist_axes:=[ABS_X,none]"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == 2
     assert "twist_axes" in result.stderr and "Traceback" not in result.stderr

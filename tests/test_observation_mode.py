@@ -30,24 +30,35 @@ def test_privileged_state_is_off_with_cameras_and_always_in_robot_mode():
     forced = ObservationMode(cameras=("front",), privileged_state=True)
     assert forced.task_options("peg_insert")["privileged_state"] is True
     robot = ObservationMode(robot_mode=True).task_options("pick_cube")
-    assert robot == {"cameras": (), "image_size": 64, "privileged_state": False,
-                     "ground_truth": False}
+    assert robot == {
+        "cameras": (),
+        "image_size": 64,
+        "privileged_state": False,
+        "ground_truth": False,
+    }
     # evaluation on the twin scores with the ground truth in any mode
     assert "ground_truth" not in ObservationMode(robot_mode=True).task_options(
-        "pick_cube", ground_truth=True)
+        "pick_cube", ground_truth=True
+    )
     # a car's lap reward reads odometry, which a real car has: robot mode keeps it
     assert ObservationMode(robot_mode=True).task_options("car_lap") == {
-        "cameras": (), "image_size": 64}
+        "cameras": (),
+        "image_size": 64,
+    }
     with pytest.raises(ValueError, match="--privileged-state True is for the twin"):
         ObservationMode(robot_mode=True, privileged_state=True).task_options("pick_cube")
     with pytest.raises(ValueError, match="car_lap' has no privileged state"):
         ObservationMode(privileged_state=True).task_options("car_lap")
     # what checkpoints record, and what eval rebuilds from it (old checkpoints: the default)
     assert ObservationMode().metadata("car_lap")["privileged_state"] is False
-    for meta in ({"task": "car_lap"}, {"task": "car_lap",
-                                       "observation": ObservationMode().metadata("car_lap")}):
+    for meta in (
+        {"task": "car_lap"},
+        {"task": "car_lap", "observation": ObservationMode().metadata("car_lap")},
+    ):
         assert observation_from_metadata(meta).task_options("car_lap") == {
-            "cameras": (), "image_size": 64}
+            "cameras": (),
+            "image_size": 64,
+        }
     legacy = observation_from_metadata({"task": "pick_cube", "cameras": ["front"]})
     assert legacy.task_options("pick_cube")["privileged_state"] is True
 
@@ -63,7 +74,10 @@ def test_every_task_building_command_takes_the_observation_options():
     for config in (TrainConfig, ActorConfig, LearnerConfig, RecordDemosConfig):
         parsed = tyro.cli(config, args=args)
         assert (parsed.cameras, parsed.image_size, parsed.privileged_state) == (
-            ("front",), 32, True), config
+            ("front",),
+            32,
+            True,
+        ), config
         assert tyro.cli(config, args=["--robot-mode"]).robot_mode
     up = tyro.cli(UpConfig, args=["robot", "--hardware", "x.yaml", "--cameras", "front"])
     assert up.observation().robot_mode and not up.observation().resolved_privileged_state()
@@ -85,8 +99,9 @@ class DriverReadings:
     def read(self):
         reading = self._backend.read()
         self.twin_keys |= {k for k in reading if k.startswith(TWIN_ONLY)}
-        return GuardedReading({k: v for k, v in reading.items() if not k.startswith(TWIN_ONLY)},
-                              self.attempts)
+        return GuardedReading(
+            {k: v for k, v in reading.items() if not k.startswith(TWIN_ONLY)}, self.attempts
+        )
 
 
 class GuardedReading(dict):
@@ -140,16 +155,18 @@ def test_robot_mode_observes_and_scores_without_any_twin_reading(task_name):
                 obs, _ = env.reset()
         assert steps == 30 and backend.twin_keys  # the twin had them; the task never asked
         assert backend.attempts == []
-        assert obs["state"].shape == make_task(task_name, privileged_state=False).state_space(
-        ).shape
+        assert (
+            obs["state"].shape == make_task(task_name, privileged_state=False).state_space().shape
+        )
     finally:
         env.close()
 
 
 def test_the_guard_sees_a_twin_reading_when_the_task_scores_itself():
     pytest.importorskip("mujoco")
-    task = make_task("pick_cube", **ObservationMode(cameras=("front",), image_size=32)
-                     .task_options("pick_cube"))
+    task = make_task(
+        "pick_cube", **ObservationMode(cameras=("front",), image_size=32).task_options("pick_cube")
+    )
     env, backend = driver_only_env(task)
     try:
         env.reset(seed=0)
@@ -199,8 +216,13 @@ def test_the_actor_node_of_a_robot_stack_subscribes_to_no_sim_topic(tmp_path):
         pytest.skip("no robot hardware file in this checkout")
     from robot_rl.hardware import load_hardware
 
-    robot = StackConfig(task="pick_cube", mode="robot", hardware=str(hardware),
-                        cameras=("front", "wrist"), run_dir=str(tmp_path))
+    robot = StackConfig(
+        task="pick_cube",
+        mode="robot",
+        hardware=str(hardware),
+        cameras=("front", "wrist"),
+        run_dir=str(tmp_path),
+    )
     actor = actor_process(robot, load_hardware(hardware))
     assert "--robot-mode" in actor.arguments
     topics = _actor_subscriptions(actor.arguments)
@@ -216,8 +238,16 @@ def _tiny_train(tmp_path, **changes):
     from robot_rl.runtime.train_loop import TrainConfig, train
 
     config = TrainConfig(
-        task="pick_cube", total_steps=40, start_steps=20, demos=0, batch_size=16, utd_ratio=1,
-        eval_every=40, eval_episodes=1, checkpoint_every=40, log_every=40,
+        task="pick_cube",
+        total_steps=40,
+        start_steps=20,
+        demos=0,
+        batch_size=16,
+        utd_ratio=1,
+        eval_every=40,
+        eval_episodes=1,
+        checkpoint_every=40,
+        log_every=40,
         run_dir=str(tmp_path / "run"),
         agent=AgentConfig(hidden_dims=(16, 16), num_critics=2, critic_subsample=2),
         **changes,
@@ -234,8 +264,12 @@ def test_a_checkpoint_trained_without_privileged_state_is_evaluated(tmp_path, ca
     config = _tiny_train(tmp_path, privileged_state=False)
     checkpoint = latest_checkpoint(tmp_path / "run" / "checkpoints")
     meta = read_metadata(checkpoint)
-    assert meta["observation"] == {"cameras": [], "image_size": 64, "privileged_state": False,
-                                   "robot_mode": False}
+    assert meta["observation"] == {
+        "cameras": [],
+        "image_size": 64,
+        "privileged_state": False,
+        "robot_mode": False,
+    }
     assert meta["encoder"]["trunk"] == "conv" and meta["encoder"]["weights"] is None
     capsys.readouterr()
     assert run(EvalConfig(checkpoint=str(checkpoint), episodes=1, json_out=True)) == 0
@@ -255,8 +289,10 @@ def test_a_checkpoint_trained_without_privileged_state_is_evaluated(tmp_path, ca
     # --resume in another observation mode is refused naming the difference
     from robot_rl.runtime.train_loop import train
 
-    resumed = config.__class__(**{**config.__dict__, "resume": True, "privileged_state": True,
-                                  "total_steps": 60})
-    with pytest.raises(ValueError, match="privileged_state: checkpoint has False, this run has "
-                                         "True"):
+    resumed = config.__class__(
+        **{**config.__dict__, "resume": True, "privileged_state": True, "total_steps": 60}
+    )
+    with pytest.raises(
+        ValueError, match="privileged_state: checkpoint has False, this run has True"
+    ):
         train(resumed)

@@ -74,8 +74,7 @@ def test_split_and_six_axis_reports_and_odd_ones():
     parser = SpaceMouseReports()
     parser.feed(translation(350, -175, 20))
     parser.feed(rotation(-700, 0, 350))
-    assert parser.state.axes == {"tx": 350, "ty": -175, "tz": 20, "rx": -700, "ry": 0,
-                                 "rz": 350}
+    assert parser.state.axes == {"tx": 350, "ty": -175, "tz": 20, "rx": -700, "ry": 0, "rz": 350}
     normalised = parser.state.normalised(350.0)
     assert normalised["tx"] == 1.0 and normalised["ty"] == -0.5 and normalised["rx"] == -1.0
     # a newer device: all six axes in one report 1
@@ -95,10 +94,19 @@ def test_which_hid_devices_are_spacemice():
     compact = {"vendor_id": 0x256F, "product_id": 0xC635, "usage_page": 1, "usage": 8}
     navigator = {"vendor_id": 0x046D, "product_id": 0xC626}
     logitech_mouse = {"vendor_id": 0x046D, "product_id": 0xC077, "usage_page": 1, "usage": 2}
-    future = {"vendor_id": 0x256F, "product_id": 0xC6FF, "usage_page": 1, "usage": 8,
-              "product_string": "SpaceMouse Next"}
-    receiver_keyboard_part = {"vendor_id": 0x256F, "product_id": 0xC6FF, "usage_page": 1,
-                              "usage": 6}
+    future = {
+        "vendor_id": 0x256F,
+        "product_id": 0xC6FF,
+        "usage_page": 1,
+        "usage": 8,
+        "product_string": "SpaceMouse Next",
+    }
+    receiver_keyboard_part = {
+        "vendor_id": 0x256F,
+        "product_id": 0xC6FF,
+        "usage_page": 1,
+        "usage": 6,
+    }
     assert spacemouse_model(compact) == "SpaceMouse Compact"
     assert spacemouse_model(navigator) == "SpaceNavigator"
     assert spacemouse_model(logitech_mouse) is None
@@ -216,13 +224,15 @@ def test_node_from_report_bytes_to_the_actor_with_unplug_and_reconnect():
         assert command.action[6] == 1.0  # gripper: close
         harness.diagnostics.wait_for(
             lambda s: dict((v.key, v.value) for v in s.values).get("intervene") == "True",
-            "intervene=True")
+            "intervene=True",
+        )
 
         # unplug: motion and intervention are released at once, diagnostics say so
         bench.unplug()
         harness.wait_released()
         status = harness.diagnostics.wait_for(
-            lambda s: s.level == DiagnosticStatus.ERROR and "lost" in s.message, "device lost")
+            lambda s: s.level == DiagnosticStatus.ERROR and "lost" in s.message, "device lost"
+        )
         assert "retrying" in status.message
         # still released while the device is away (the node keeps publishing)
         time.sleep(0.5)
@@ -232,7 +242,8 @@ def test_node_from_report_bytes_to_the_actor_with_unplug_and_reconnect():
         bench.plug("SpaceMouse Wireless")
         status = harness.diagnostics.wait_for(
             lambda s: s.level == DiagnosticStatus.OK and "Wireless" in s.hardware_id,
-            "the device back")
+            "the device back",
+        )
         assert dict((v.key, v.value) for v in status.values)["reconnects"] == "1"
         bench.send(six_axes(0, 0, 0, 0, 350, 0), buttons(1))
         command = harness.wait_for(lambda c: c.action[4] > 0, "motion after the reconnect")
@@ -257,8 +268,12 @@ def test_missing_device_fails_configure_with_the_reason_in_diagnostics():
     with TeleopHarness(SpaceMouseNode, bench.open, NODE_PARAMS) as harness:
         assert not harness.started
         harness.diagnostics.wait_for(
-            lambda s: s.level == DiagnosticStatus.ERROR
-            and "cannot open the SpaceMouse: open failed" in s.message, "why configure failed")
+            lambda s: (
+                s.level == DiagnosticStatus.ERROR
+                and "cannot open the SpaceMouse: open failed" in s.message
+            ),
+            "why configure failed",
+        )
         # a lifecycle manager tries again once the device is there
         bench.plug("SpaceMouse Compact")
         assert harness.node.start()
@@ -273,8 +288,12 @@ def test_intervene_toggle():
     from robot_rl.drivers.teleop.spacemouse import SpaceMouseNode
 
     bench = SpaceMouseBench()
-    params = {**NODE_PARAMS, "intervene_toggle": "true", "intervene_button": "1",
-              "open_button": "-1"}
+    params = {
+        **NODE_PARAMS,
+        "intervene_toggle": "true",
+        "intervene_button": "1",
+        "open_button": "-1",
+    }
     with TeleopHarness(SpaceMouseNode, bench.open, params) as harness:
         assert harness.started
         bench.send(CAPTURED["right"], CAPTURED["none"])
@@ -317,6 +336,10 @@ def test_console_script_bad_parameter_exits_2():
 
     result = subprocess.run(
         [*console_script(*SCRIPT), "--ros-args", "-p", "deadband:=1.5"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == 2
     assert "deadband" in result.stderr and "Traceback" not in result.stderr

@@ -60,8 +60,12 @@ def test_deadband_is_continuous_monotone_and_bounded(value, width):
 
 
 def test_scaling_signs_and_clipping():
-    m = mapper(specs=("a", "-b", "none", "d", "-e", "f"), deadband=0.0,
-               translation_scale=0.5, rotation_scale=2.0)
+    m = mapper(
+        specs=("a", "-b", "none", "d", "-e", "f"),
+        deadband=0.0,
+        translation_scale=0.5,
+        rotation_scale=2.0,
+    )
     frame = m.frame({"a": 1.0, "b": 0.4, "c": 1.0, "d": 0.25, "e": 0.8, "f": -3.0}, ())
     assert frame.twist == (0.5, -0.2, 0.0, 0.5, -1.0, -1.0)  # rotation 1.6 clipped to 1
     assert all(type(v) is float for v in frame.twist)

@@ -41,8 +41,10 @@ def pack_event(type_: int, code: int, value: int, time_s: float = 0.0) -> bytes:
 def axis_key(name: str) -> tuple[str, int]:
     """``"ABS_Y"`` -> the mapper's key for that axis."""
     if not name.startswith("ABS_") or name not in ecodes.ecodes:
-        raise ValueError(f"unknown gamepad axis {name!r} (evdev names such as ABS_X, ABS_Y, "
-                         "ABS_RX, ABS_RY, ABS_Z, ABS_RZ, ABS_HAT0X)")
+        raise ValueError(
+            f"unknown gamepad axis {name!r} (evdev names such as ABS_X, ABS_Y, "
+            "ABS_RX, ABS_RY, ABS_Z, ABS_RZ, ABS_HAT0X)"
+        )
     return ("abs", ecodes.ecodes[name])
 
 
@@ -53,15 +55,21 @@ def button_key(name: str) -> tuple[str, int]:
         return axis_key(name)
     if name.startswith(("BTN_", "KEY_")) and name in ecodes.ecodes:
         return ("key", ecodes.ecodes[name])
-    raise ValueError(f"unknown gamepad button {name!r} (evdev names such as BTN_SOUTH, "
-                     "BTN_EAST, BTN_TL, BTN_TR, BTN_START, or a trigger axis ABS_Z, ABS_RZ)")
+    raise ValueError(
+        f"unknown gamepad button {name!r} (evdev names such as BTN_SOUTH, "
+        "BTN_EAST, BTN_TL, BTN_TR, BTN_START, or a trigger axis ABS_Z, ABS_RZ)"
+    )
 
 
 class GamepadEvents:
     """Feeds ``input_event`` bytes into the newest axis values and held keys."""
 
-    def __init__(self, ranges: Mapping[int, AxisRange], axes: Mapping[int, int] | None = None,
-                 keys: Iterable[int] = ()):
+    def __init__(
+        self,
+        ranges: Mapping[int, AxisRange],
+        axes: Mapping[int, int] | None = None,
+        keys: Iterable[int] = (),
+    ):
         self.ranges = dict(ranges)
         self.axes: dict[int, int] = {}
         self.keys: set[int] = set()

@@ -62,24 +62,36 @@ _unit = (lambda v: 0.0 < v < 1.0, "must lie in (0, 1)")
 
 @dataclass(frozen=True)
 class GamepadConfig(TeleopConfig):
-    device_path: str = param("", "evdev device file, best a /dev/input/by-id/... path ('' = "
-                             "the first gamepad found; robot-rl doctor lists them)")
-    device_name: str = param("", "pick the first gamepad whose name contains this (case "
-                             "insensitive; '' = any); ignored when device_path is set")
-    deadband: float = param(0.1, "per-axis deadband, a fraction of full deflection in [0, 1)",
-                            (lambda v: 0.0 <= v < 1.0, "must lie in [0, 1)"))
+    device_path: str = param(
+        "",
+        "evdev device file, best a /dev/input/by-id/... path ('' = "
+        "the first gamepad found; robot-rl doctor lists them)",
+    )
+    device_name: str = param(
+        "",
+        "pick the first gamepad whose name contains this (case "
+        "insensitive; '' = any); ignored when device_path is set",
+    )
+    deadband: float = param(
+        0.1,
+        "per-axis deadband, a fraction of full deflection in [0, 1)",
+        (lambda v: 0.0 <= v < 1.0, "must lie in [0, 1)"),
+    )
     twist_axes: tuple = param(
         ["-ABS_Y", "-ABS_X", "-ABS_RY", "none", "none", "-ABS_RX"],
-        "evdev axis ('-' negates; 'none') for linear x, y, z, angular x, y, z", length(6))
-    trigger_axes: tuple = param(["ABS_Z", "ABS_RZ"], "axes that rest at their minimum "
-                                "(triggers): 0 at rest, 1 pulled, instead of centred "
-                                "(['none'] for a pad without)")
+        "evdev axis ('-' negates; 'none') for linear x, y, z, angular x, y, z",
+        length(6),
+    )
+    trigger_axes: tuple = param(
+        ["ABS_Z", "ABS_RZ"],
+        "axes that rest at their minimum "
+        "(triggers): 0 at rest, 1 pulled, instead of centred "
+        "(['none'] for a pad without)",
+    )
     intervene_button: str = param("BTN_TR", "evdev key (or axis) held to intervene ('' = none)")
-    close_button: str = param("ABS_RZ", "evdev key (or axis) that closes the gripper ('' = "
-                              "none)")
+    close_button: str = param("ABS_RZ", "evdev key (or axis) that closes the gripper ('' = none)")
     open_button: str = param("ABS_Z", "evdev key (or axis) that opens the gripper ('' = none)")
-    button_threshold: float = param(0.5, "an axis named as a button is pressed beyond this",
-                                    _unit)
+    button_threshold: float = param(0.5, "an axis named as a button is pressed beyond this", _unit)
 
 
 # -- the device -------------------------------------------------------------------------------
@@ -88,9 +100,14 @@ class EvdevFile:
     the read with ENODEV once the device is unplugged; end of file (a pipe in tests) counts the
     same."""
 
-    def __init__(self, fd: int, ranges: Mapping[int, AxisRange], description: str,
-                 snapshot: Callable[[], tuple[Mapping[int, int], Iterable[int]]],
-                 close: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        fd: int,
+        ranges: Mapping[int, AxisRange],
+        description: str,
+        snapshot: Callable[[], tuple[Mapping[int, int], Iterable[int]]],
+        close: Callable[[], None] | None = None,
+    ):
         self.fd, self.ranges, self.description = fd, dict(ranges), description
         self.snapshot = snapshot
         self._close = close or (lambda: os.close(fd))
@@ -118,8 +135,7 @@ def open_evdev(path: str) -> EvdevFile:
         ranges = {code: AxisRange(info.min, info.max) for code, info in caps.get(EV_ABS, [])}
 
         def snapshot():
-            return ({code: device.absinfo(code).value for code in ranges},
-                    device.active_keys())
+            return ({code: device.absinfo(code).value for code in ranges}, device.active_keys())
 
         return EvdevFile(device.fd, ranges, f"{device.name} at {path}", snapshot, device.close)
     except Exception:
@@ -170,8 +186,14 @@ def discover() -> list[dict]:
             keys = sysfs_key_codes(_sysfs(path, "capabilities/key") or "0")
             has_abs = int(_sysfs(path, "capabilities/abs") or "0", 16) != 0
             if is_gamepad(keys, has_abs):
-                found.append({"kind": "gamepad", "path": path, "name": _sysfs(path, "name"),
-                              "error": "permission denied: add this user to the 'input' group"})
+                found.append(
+                    {
+                        "kind": "gamepad",
+                        "path": path,
+                        "name": _sysfs(path, "name"),
+                        "error": "permission denied: add this user to the 'input' group",
+                    }
+                )
             continue
         try:
             device = InputDevice(path)
@@ -180,12 +202,17 @@ def discover() -> list[dict]:
         try:
             caps = device.capabilities(absinfo=False)
             if is_gamepad(caps.get(EV_KEY, []), EV_ABS in caps):
-                found.append({
-                    "kind": "gamepad", "path": path, "name": device.name,
-                    "vendor_id": f"0x{device.info.vendor:04x}",
-                    "product_id": f"0x{device.info.product:04x}",
-                    "phys": device.phys or "", "uniq": device.uniq or "",
-                })
+                found.append(
+                    {
+                        "kind": "gamepad",
+                        "path": path,
+                        "name": device.name,
+                        "vendor_id": f"0x{device.info.vendor:04x}",
+                        "product_id": f"0x{device.info.product:04x}",
+                        "phys": device.phys or "",
+                        "uniq": device.uniq or "",
+                    }
+                )
         finally:
             device.close()
     return found
@@ -200,16 +227,20 @@ def open_gamepad(config: GamepadConfig) -> EvdevFile:
         if not usable:
             which = f"named like {config.device_name!r} " if wanted else ""
             if pads:
-                raise DeviceMissing(f"gamepad {pads[0]['name']!r} at {pads[0]['path']}: "
-                                    f"{pads[0]['error']}")
-            raise DeviceMissing(f"no gamepad {which}found among /dev/input/event*; plug it in "
-                                "(robot-rl doctor lists what is visible)")
+                raise DeviceMissing(
+                    f"gamepad {pads[0]['name']!r} at {pads[0]['path']}: {pads[0]['error']}"
+                )
+            raise DeviceMissing(
+                f"no gamepad {which}found among /dev/input/event*; plug it in "
+                "(robot-rl doctor lists what is visible)"
+            )
         path = usable[0]["path"]
     try:
         return open_evdev(path)
     except OSError as error:
-        raise DeviceMissing(f"cannot open the gamepad at {path}: {error.strerror or error}"
-                            ) from None
+        raise DeviceMissing(
+            f"cannot open the gamepad at {path}: {error.strerror or error}"
+        ) from None
 
 
 # -- the node ---------------------------------------------------------------------------------
@@ -225,17 +256,30 @@ class GamepadNode(TeleopNode):
         super().__init__("gamepad", opener, **kwargs)
 
     def build_mapper(self, config: GamepadConfig) -> TeleopMapper:
-        self._triggers = checked("trigger_axes", config.trigger_axes,
-                                 lambda names: [axis_key(n)[1] for n in names
-                                                if n.strip().lower() not in NONE_NAMES])
-        axes = checked("twist_axes", config.twist_axes,
-                       lambda specs: [parse_axis(spec, axis_key) for spec in specs])
-        buttons = {name: checked(name, getattr(config, name), _button)
-                   for name in ("intervene_button", "close_button", "open_button")}
+        self._triggers = checked(
+            "trigger_axes",
+            config.trigger_axes,
+            lambda names: [axis_key(n)[1] for n in names if n.strip().lower() not in NONE_NAMES],
+        )
+        axes = checked(
+            "twist_axes",
+            config.twist_axes,
+            lambda specs: [parse_axis(spec, axis_key) for spec in specs],
+        )
+        buttons = {
+            name: checked(name, getattr(config, name), _button)
+            for name in ("intervene_button", "close_button", "open_button")
+        }
         return TeleopMapper(
-            axes, config.deadband, config.translation_scale, config.rotation_scale,
-            intervene=buttons["intervene_button"], close=buttons["close_button"],
-            open_=buttons["open_button"], intervene_toggle=config.intervene_toggle)
+            axes,
+            config.deadband,
+            config.translation_scale,
+            config.rotation_scale,
+            intervene=buttons["intervene_button"],
+            close=buttons["close_button"],
+            open_=buttons["open_button"],
+            intervene_toggle=config.intervene_toggle,
+        )
 
     def open_default(self, config: GamepadConfig) -> EvdevFile:
         return open_gamepad(config)
@@ -252,8 +296,10 @@ class GamepadNode(TeleopNode):
 
     def current(self) -> TeleopFrame:
         parser = self.parser
-        return self.mapper.frame(parser.normalised(self._triggers),
-                                 parser.pressed(self.config.button_threshold, self._triggers))
+        return self.mapper.frame(
+            parser.normalised(self._triggers),
+            parser.pressed(self.config.button_threshold, self._triggers),
+        )
 
     def parser_counters(self) -> dict[str, str]:
         parser = getattr(self, "parser", None)

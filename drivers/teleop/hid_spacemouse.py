@@ -66,9 +66,11 @@ def spacemouse_model(entry: Mapping) -> str | None:
     vid, pid = entry.get("vendor_id", 0), entry.get("product_id", 0)
     if (vid, pid) in KNOWN_DEVICES:
         return KNOWN_DEVICES[(vid, pid)]
-    if (vid == VENDOR_3DCONNEXION
-            and entry.get("usage_page") == USAGE_PAGE_GENERIC_DESKTOP
-            and entry.get("usage") == USAGE_MULTI_AXIS_CONTROLLER):
+    if (
+        vid == VENDOR_3DCONNEXION
+        and entry.get("usage_page") == USAGE_PAGE_GENERIC_DESKTOP
+        and entry.get("usage") == USAGE_MULTI_AXIS_CONTROLLER
+    ):
         return f"3Dconnexion {entry.get('product_string') or hex(pid)}"
     return None
 

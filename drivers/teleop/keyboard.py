@@ -119,12 +119,17 @@ class RawTerminal:
 class KeyboardConfig:
     """The keyboard node's parameters (``robot_rl.drivers.config``)."""
 
-    rate_hz: float = param(20.0, "publishing rate (Hz); keep it above 1 / the source's "
-                           "staleness bound", positive)
-    speed: float = param(1.0, "deflection of a motion key, in (0, 1] of the task's largest step",
-                         (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"))
-    key_hold_s: float = param(0.5, "a key counts as held this long after its last press (s)",
-                              positive)
+    rate_hz: float = param(
+        20.0, "publishing rate (Hz); keep it above 1 / the source's staleness bound", positive
+    )
+    speed: float = param(
+        1.0,
+        "deflection of a motion key, in (0, 1] of the task's largest step",
+        (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"),
+    )
+    key_hold_s: float = param(
+        0.5, "a key counts as held this long after its last press (s)", positive
+    )
     frame_id: str = param("base", "frame of the twist: 'base' or 'tool'", one_of("base", "tool"))
 
 

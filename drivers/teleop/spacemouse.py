@@ -45,18 +45,25 @@ _button_index = (lambda v: v >= -1, "must be a button index >= 0, or -1 for none
 
 @dataclass(frozen=True)
 class SpaceMouseConfig(TeleopConfig):
-    device_path: str = param("", "hidraw path of the SpaceMouse ('' = the first one found; "
-                             "robot-rl doctor lists them)")
-    full_scale: float = param(FULL_SCALE, "raw counts of full deflection (larger ones clip)",
-                              positive)
+    device_path: str = param(
+        "", "hidraw path of the SpaceMouse ('' = the first one found; robot-rl doctor lists them)"
+    )
+    full_scale: float = param(
+        FULL_SCALE, "raw counts of full deflection (larger ones clip)", positive
+    )
     twist_axes: tuple = param(
         ["ty", "tx", "-tz", "ry", "rx", "-rz"],
         "raw HID axis (tx, ty, tz, rx, ry, rz; '-' negates; 'none') for linear x, y, z, angular "
-        "x, y, z", length(6))
-    intervene_button: int = param(-1, "button index held to intervene (-1: none; the actor's "
-                                  "motion mode takes over on deflection)", _button_index)
-    close_button: int = param(0, "button index that closes the gripper (-1: none)",
-                              _button_index)
+        "x, y, z",
+        length(6),
+    )
+    intervene_button: int = param(
+        -1,
+        "button index held to intervene (-1: none; the actor's "
+        "motion mode takes over on deflection)",
+        _button_index,
+    )
+    close_button: int = param(0, "button index that closes the gripper (-1: none)", _button_index)
     open_button: int = param(1, "button index that opens the gripper (-1: none)", _button_index)
 
 
@@ -99,17 +106,19 @@ def discover() -> list[dict]:
         if model is None or path in seen:
             continue
         seen.add(path)
-        found.append({
-            "kind": "spacemouse",
-            "model": model,
-            "path": path,
-            "vendor_id": f"0x{entry.get('vendor_id', 0):04x}",
-            "product_id": f"0x{entry.get('product_id', 0):04x}",
-            "product": entry.get("product_string") or "",
-            "manufacturer": entry.get("manufacturer_string") or "",
-            "serial": entry.get("serial_number") or "",
-            "interface": entry.get("interface_number", -1),
-        })
+        found.append(
+            {
+                "kind": "spacemouse",
+                "model": model,
+                "path": path,
+                "vendor_id": f"0x{entry.get('vendor_id', 0):04x}",
+                "product_id": f"0x{entry.get('product_id', 0):04x}",
+                "product": entry.get("product_string") or "",
+                "manufacturer": entry.get("manufacturer_string") or "",
+                "serial": entry.get("serial_number") or "",
+                "interface": entry.get("interface_number", -1),
+            }
+        )
     return found
 
 
@@ -142,13 +151,15 @@ def open_spacemouse(config: SpaceMouseConfig) -> HidSpaceMouse:
         raise DeviceMissing(
             "no SpaceMouse found: no 3Dconnexion (0x256f) or known Logitech-era (0x046d) "
             "SpaceMouse among this machine's HID devices; plug it in (robot-rl doctor lists "
-            "what is visible)")
+            "what is visible)"
+        )
     try:
         return HidSpaceMouse(path, model)
     except OSError as error:
         raise DeviceMissing(
             f"cannot open the SpaceMouse ({model}) at {path}: {error}; is it plugged in, and "
-            "may this user read it (udev rule for /dev/hidraw*)?") from None
+            "may this user read it (udev rule for /dev/hidraw*)?"
+        ) from None
 
 
 class SpaceMouseNode(TeleopNode):
@@ -159,12 +170,21 @@ class SpaceMouseNode(TeleopNode):
         super().__init__("spacemouse", opener, **kwargs)
 
     def build_mapper(self, config: SpaceMouseConfig) -> TeleopMapper:
-        axes = checked("twist_axes", config.twist_axes,
-                       lambda specs: [parse_axis(spec, _axis) for spec in specs])
+        axes = checked(
+            "twist_axes",
+            config.twist_axes,
+            lambda specs: [parse_axis(spec, _axis) for spec in specs],
+        )
         return TeleopMapper(
-            axes, config.deadband, config.translation_scale, config.rotation_scale,
-            intervene=_button(config.intervene_button), close=_button(config.close_button),
-            open_=_button(config.open_button), intervene_toggle=config.intervene_toggle)
+            axes,
+            config.deadband,
+            config.translation_scale,
+            config.rotation_scale,
+            intervene=_button(config.intervene_button),
+            close=_button(config.close_button),
+            open_=_button(config.open_button),
+            intervene_toggle=config.intervene_toggle,
+        )
 
     def open_default(self, config: SpaceMouseConfig) -> HidSpaceMouse:
         return open_spacemouse(config)

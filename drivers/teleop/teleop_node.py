@@ -63,18 +63,30 @@ class DeviceMissing(RuntimeError):
 class TeleopConfig:
     """Parameters every teleop node has; each device's config adds its own."""
 
-    rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz); keep "
-                           "it above 1 / the teleop source's staleness bound", positive)
-    deadband: float = param(0.05, "per-axis deadband, a fraction of full deflection in [0, 1)",
-                            (lambda v: 0.0 <= v < 1.0, "must lie in [0, 1)"))
-    translation_scale: float = param(1.0, "multiplies linear x, y, z (1: full deflection is "
-                                     "the task's largest step)", non_negative)
+    rate_hz: float = param(
+        50.0,
+        "publishing rate of /teleop/twist and /teleop/joy (Hz); keep "
+        "it above 1 / the teleop source's staleness bound",
+        positive,
+    )
+    deadband: float = param(
+        0.05,
+        "per-axis deadband, a fraction of full deflection in [0, 1)",
+        (lambda v: 0.0 <= v < 1.0, "must lie in [0, 1)"),
+    )
+    translation_scale: float = param(
+        1.0,
+        "multiplies linear x, y, z (1: full deflection is the task's largest step)",
+        non_negative,
+    )
     rotation_scale: float = param(1.0, "multiplies angular x, y, z", non_negative)
-    intervene_toggle: bool = param(False, "the intervene button toggles intervention instead "
-                                   "of holding it")
+    intervene_toggle: bool = param(
+        False, "the intervene button toggles intervention instead of holding it"
+    )
     frame_id: str = param("base", "frame of the twist: 'base' or 'tool'", one_of("base", "tool"))
-    reconnect_interval: float = param(1.0, "seconds between attempts to reopen a lost device",
-                                      positive)
+    reconnect_interval: float = param(
+        1.0, "seconds between attempts to reopen a lost device", positive
+    )
     diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
 
 
@@ -169,8 +181,7 @@ class TeleopNode(DeviceNode):
             self.new_parser(device)
         except Exception as error:
             device.close()
-            raise DeviceMissing(f"cannot read the {self.device_label}'s state: {error}") \
-                from None
+            raise DeviceMissing(f"cannot read the {self.device_label}'s state: {error}") from None
         self.device = device
         self.mapper.reset()
         if self._ever_opened:
@@ -189,8 +200,10 @@ class TeleopNode(DeviceNode):
         self.problem = why
 
     def _lost(self, error: Exception) -> None:
-        self._close(f"{self.device_label} lost ({error}); retrying every "
-                    f"{self.config.reconnect_interval:g} s")
+        self._close(
+            f"{self.device_label} lost ({error}); retrying every "
+            f"{self.config.reconnect_interval:g} s"
+        )
         self.get_logger().warning(self.problem)
         self.mapper.reset()
         self._publish(RELEASED)
@@ -263,7 +276,9 @@ class TeleopNode(DeviceNode):
             **self.parser_counters(),
         }
         status = DiagnosticStatus(
-            level=level, name=self.get_fully_qualified_name(), message=message,
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
             hardware_id=self.device.description if self.device is not None else "",
             values=[KeyValue(key=k, value=v) for k, v in values.items()],
         )

@@ -124,8 +124,9 @@ def observation_from_metadata(meta: dict, **overrides) -> ObservationMode:
 
 def observation_options(config) -> ObservationMode:
     """The ObservationMode part of a command's config (which derives from it)."""
-    return ObservationMode(**{f.name: getattr(config, f.name)
-                              for f in dataclasses.fields(ObservationMode)})
+    return ObservationMode(
+        **{f.name: getattr(config, f.name) for f in dataclasses.fields(ObservationMode)}
+    )
 
 
 def _has_privileged_state(task: str) -> bool:

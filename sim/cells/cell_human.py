@@ -59,17 +59,21 @@ class CellHumanConfig:
     task: str = param("pick_cube", "task the operator knows how to do")
     seed: int = param(0, "seed of the operator's choices")
     arm_namespace: str = param("/arm", "namespace of the arm's driver")
-    rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz)",
-                           positive)
-    max_age: float = param(0.5, "the operator acts only on readings younger than this (s, by "
-                           "arrival)", positive)
-    stuck_window: int = param(15, "control periods without progress after which the policy "
-                              "counts as stuck", _at_least_one)
+    rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz)", positive)
+    max_age: float = param(
+        0.5, "the operator acts only on readings younger than this (s, by arrival)", positive
+    )
+    stuck_window: int = param(
+        15, "control periods without progress after which the policy counts as stuck", _at_least_one
+    )
     takeover_steps: int = param(15, "control periods of one correction", _at_least_one)
     episode_share: float = param(0.3, "most corrected periods per max_episode_steps", _share)
     total_share: float = param(0.2, "most corrected periods over the run, as a share", _share)
-    tidy: bool = param(True, "put the cube at a new random place when it was picked up and put "
-                       "down, or pushed out of reach")
+    tidy: bool = param(
+        True,
+        "put the cube at a new random place when it was picked up and put "
+        "down, or pushed out of reach",
+    )
 
 
 class CellHumanNode(Node):
@@ -83,10 +87,14 @@ class CellHumanNode(Node):
         try:
             self.task = make_task(c.task)
             config = SimulatedHumanConfig(
-                stuck_window=c.stuck_window, takeover_steps=c.takeover_steps,
-                episode_share=c.episode_share, total_share=c.total_share)
-            self.human = SimulatedHuman(self.task, make_expert(self.task), config,
-                                        rng=np.random.default_rng(c.seed))
+                stuck_window=c.stuck_window,
+                takeover_steps=c.takeover_steps,
+                episode_share=c.episode_share,
+                total_share=c.total_share,
+            )
+            self.human = SimulatedHuman(
+                self.task, make_expert(self.task), config, rng=np.random.default_rng(c.seed)
+            )
         except ValueError as error:
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
         self._seen: dict[str, tuple[dict, float]] = {}
@@ -96,15 +104,32 @@ class CellHumanNode(Node):
         self._last_tidy = -np.inf
         self.tidy_ups = 0
         arm = c.arm_namespace.rstrip("/")
-        self.create_subscription(PoseStamped, f"{arm}/ee_pose", self._keep(
-            "pose", lambda m: {"tcp_pos": convert.msg_to_pose(m)[0]}), sensor_qos())
-        self.create_subscription(TwistStamped, f"{arm}/ee_twist", self._keep(
-            "twist", lambda m: {"tcp_vel": convert.twist_stamped_to_array(m)}), sensor_qos())
-        self.create_subscription(JointState, f"{arm}/gripper/joint_states", self._keep(
-            "gripper", lambda m: {"gripper_pos": np.clip(np.array(m.position[:1]), 0, 1)}),
-            sensor_qos())
-        self.create_subscription(PoseStamped, CUBE_TOPIC, self._keep(
-            "cube", lambda m: {"object/cube_pos": convert.msg_to_pose(m)[0]}), sensor_qos())
+        self.create_subscription(
+            PoseStamped,
+            f"{arm}/ee_pose",
+            self._keep("pose", lambda m: {"tcp_pos": convert.msg_to_pose(m)[0]}),
+            sensor_qos(),
+        )
+        self.create_subscription(
+            TwistStamped,
+            f"{arm}/ee_twist",
+            self._keep("twist", lambda m: {"tcp_vel": convert.twist_stamped_to_array(m)}),
+            sensor_qos(),
+        )
+        self.create_subscription(
+            JointState,
+            f"{arm}/gripper/joint_states",
+            self._keep(
+                "gripper", lambda m: {"gripper_pos": np.clip(np.array(m.position[:1]), 0, 1)}
+            ),
+            sensor_qos(),
+        )
+        self.create_subscription(
+            PoseStamped,
+            CUBE_TOPIC,
+            self._keep("cube", lambda m: {"object/cube_pos": convert.msg_to_pose(m)[0]}),
+            sensor_qos(),
+        )
         self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
         self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
@@ -118,6 +143,7 @@ class CellHumanNode(Node):
         def keep(msg) -> None:
             with contextlib.suppress(ValueError):  # a malformed message shows nothing
                 self._seen[name] = (extract(msg), time.monotonic())
+
         return keep
 
     def _reading(self) -> dict | None:
@@ -153,9 +179,11 @@ class CellHumanNode(Node):
         height = float(cube[2]) - CUBE_HALF
         self._lifted = self._lifted or height > LIFTED
         task = self.task
-        out_of_reach = bool(height < -0.01
-                            or np.any(cube[:2] < np.asarray(task.safety_low[:2]))
-                            or np.any(cube[:2] > np.asarray(task.safety_high[:2])))
+        out_of_reach = bool(
+            height < -0.01
+            or np.any(cube[:2] < np.asarray(task.safety_low[:2]))
+            or np.any(cube[:2] > np.asarray(task.safety_high[:2]))
+        )
         put_down = self._lifted and abs(height) < RESTING
         hand_clear = float(tcp[2]) > HAND_CLEAR
         now = time.monotonic()
@@ -189,17 +217,25 @@ class CellHumanNode(Node):
     def _publish_diagnostics(self) -> None:
         human = self.human
         sees = self._reading() is not None
-        level, message = ((DiagnosticStatus.OK, "correcting" if self._action is not None
-                           else "watching") if sees else
-                          (DiagnosticStatus.WARN, "cannot see the arm or the cube"))
-        values = {"takeovers": str(human.takeovers), "intervened": str(human.total_intervened),
-                  "periods": str(human.total_steps), "tidy_ups": str(self.tidy_ups)}
+        level, message = (
+            (DiagnosticStatus.OK, "correcting" if self._action is not None else "watching")
+            if sees
+            else (DiagnosticStatus.WARN, "cannot see the arm or the cube")
+        )
+        values = {
+            "takeovers": str(human.takeovers),
+            "intervened": str(human.total_intervened),
+            "periods": str(human.total_steps),
+            "tidy_ups": str(self.tidy_ups),
+        }
         status = DiagnosticStatus(
-            level=level, name=self.get_fully_qualified_name(), message=message,
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
             hardware_id="fr3-sim-cell/operator",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()])
-        self._diag_pub.publish(DiagnosticArray(header=convert.header(time.time()),
-                                               status=[status]))
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
+        self._diag_pub.publish(DiagnosticArray(header=convert.header(time.time()), status=[status]))
 
 
 CONFIG = CellHumanConfig
