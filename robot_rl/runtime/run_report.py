@@ -254,6 +254,11 @@ def stack_rows(run: Run) -> list[tuple[str, str]]:
     for key in ("train_seconds", "wall_seconds"):
         if isinstance(report.get(key), (int, float)):
             rows.append((key.replace("_seconds", " time"), f"{report[key] / 60:.1f} min"))
+    utd = report.get("utd")
+    if isinstance(utd, dict) and utd.get("recipe") is not None:
+        from robot_rl.runtime.stack_progress import utd_text
+
+        rows.append(("update-to-data ratio", utd_text(utd)))
     final = report.get("eval")
     if isinstance(final, dict):
         text = f"success {success_text(final)} over {final.get('episodes', '?')} episodes"
