@@ -118,6 +118,43 @@ def test_button_and_axis_names():
         button_key("BTN_NOPE")
 
 
+def test_start_says_success_and_back_rejects_by_default_on_recorded_events():
+    from robot_rl.drivers.teleop.gamepad import GamepadConfig, gamepad_mapper
+    from robot_rl.ros.teleop_contract import REJECT_BUTTON, SUCCESS_BUTTON
+
+    config = GamepadConfig()
+    mapper, triggers = gamepad_mapper(config)
+    parser = GamepadEvents(XBOX360, AT_REST)
+
+    def joy_buttons():
+        pressed = parser.pressed(config.button_threshold, triggers)
+        return mapper.frame(parser.normalised(triggers), pressed).buttons
+
+    parser.feed(frame(key(e.BTN_START, 1)))
+    assert joy_buttons()[SUCCESS_BUTTON] == 1 and joy_buttons() == (0, 0, 0, 1, 0)
+    parser.feed(frame(key(e.BTN_START, 0), key(e.BTN_SELECT, 1)))
+    assert joy_buttons()[REJECT_BUTTON] == 1 and joy_buttons() == (0, 0, 0, 0, 1)
+    # steering (sticks, RB held, a trigger pulled, A pressed) never says success or reject
+    parser.feed(
+        frame(
+            key(e.BTN_SELECT, 0),
+            key(e.BTN_TR, 1),
+            key(e.BTN_SOUTH, 1),
+            axis(e.ABS_RZ, 255),
+            axis(e.ABS_Y, -32768),
+            axis(e.ABS_RX, 32767),
+        )
+    )
+    assert joy_buttons() == (1, 1, 0, 0, 0)
+    # any pad: other keys by name; a success that is also another button is refused
+    mapper, _ = gamepad_mapper(GamepadConfig(success_button="BTN_SOUTH", reject_button="BTN_EAST"))
+    assert mapper.frame({}, {("key", e.BTN_SOUTH)}).buttons == (0, 0, 0, 1, 0)
+    with pytest.raises(ValueError, match="'success_button' = 'ABS_RZ' is also 'close_button'"):
+        gamepad_mapper(GamepadConfig(success_button="ABS_RZ"))
+    with pytest.raises(ValueError, match="'success_button' = 'BTN_SOUTH' is also 'reject_button'"):
+        gamepad_mapper(GamepadConfig(success_button="BTN_SOUTH", reject_button="BTN_A"))
+
+
 def test_gamepad_classification_and_sysfs_bitmaps():
     from robot_rl.drivers.teleop.gamepad import discover, is_gamepad, sysfs_key_codes
 
@@ -260,6 +297,37 @@ def test_node_from_event_bytes_to_the_actor_with_unplug_and_reconnect():
             bench.send(frame(axis(e.ABS_Z, 0), axis(e.ABS_RY, -32768)))
             command = harness.wait_for(lambda c: c.action[2] > 0, "motion after the reconnect")
             np.testing.assert_allclose(command.action, [0, 0, 1.0, 0, 0, 0, 0], atol=1e-5)
+    finally:
+        bench.close()
+
+
+def test_node_start_and_back_presses_reach_the_operators_consumer():
+    """The actor's ``--operator joy`` (``JoyOperator``) hears the pad's success and reject."""
+    from teleop_helpers import WAIT_S, TeleopHarness
+
+    from robot_rl.drivers.teleop.gamepad import GamepadNode
+    from robot_rl.rewards.operator import REJECT, SUCCESS
+    from robot_rl.ros.operator_buttons import JoyOperator
+    from robot_rl.ros.teleop import JOY_TOPIC
+
+    bench = GamepadBench()
+    try:
+        with TeleopHarness(GamepadNode, bench.open, NODE_PARAMS) as harness:
+            assert harness.started
+            operator = JoyOperator(node_name="gamepad_test_operator")
+            try:
+                harness.wait_for(
+                    lambda c: operator.node.count_publishers(JOY_TOPIC) > 0, "the pad's /teleop/joy"
+                )
+                bench.send(frame(key(e.BTN_START, 1)))  # held until heard, as a person does
+                assert operator.wait(WAIT_S) == SUCCESS
+                bench.send(frame(key(e.BTN_START, 0), key(e.BTN_SELECT, 1)))
+                assert operator.wait(WAIT_S) == REJECT
+                bench.send(frame(key(e.BTN_SELECT, 0), key(e.BTN_TR, 1)))
+                harness.wait_for(lambda c: c.button, "intervening")
+                assert operator.poll() == []  # each press counted once, steering says nothing
+            finally:
+                operator.close()
     finally:
         bench.close()
 

@@ -139,6 +139,32 @@ def test_default_mapping_is_serls():
     assert frame.twist == (1.0, 0.5, 1.0, -1.0, 1.0, -1.0)
 
 
+def test_a_spacemouse_pros_keys_say_success_and_reject_once_mapped():
+    """A two-button model has no spare button: nothing says success by default. A SpaceMouse
+    Pro's keys 1 and 2 (bits 12 and 13 of its button report) do once mapped."""
+    from robot_rl.drivers.teleop.spacemouse import SpaceMouseConfig, spacemouse_mapper
+
+    default = spacemouse_mapper(SpaceMouseConfig())
+    pro = spacemouse_mapper(SpaceMouseConfig(success_button=12, reject_button=13))
+    parser = SpaceMouseReports()
+
+    def joy_buttons(mapper):
+        return mapper.frame(parser.state.normalised(), parser.state.buttons).buttons
+
+    parser.feed(buttons(12, size=4))  # the Pro's bitmap runs to Lock (bit 26): four bytes
+    assert joy_buttons(default) == (0, 0, 0, 0, 0)
+    assert joy_buttons(pro) == (0, 0, 0, 1, 0)
+    parser.feed(buttons(13, size=4))
+    assert joy_buttons(pro) == (0, 0, 0, 0, 1)
+    parser.feed(buttons(0, 22, size=4))  # Menu (the left button's bit: close) and Esc
+    assert joy_buttons(pro) == (0, 1, 0, 0, 0)
+    for left_right in (CAPTURED["left"], CAPTURED["right"], CAPTURED["both"]):
+        parser.feed(left_right)  # a Compact's two buttons are the gripper's, never an answer
+        assert joy_buttons(pro)[3:] == (0, 0)
+    with pytest.raises(ValueError, match="'success_button' = 1 is also 'open_button'"):
+        spacemouse_mapper(SpaceMouseConfig(success_button=1))
+
+
 # -- the node on a replayed device -------------------------------------------------------------
 class ReplayedSpaceMouse:
     """Stands where hidapi's device stands: ``read`` gives the next recorded report or ``b""``,
@@ -222,10 +248,11 @@ def test_node_from_report_bytes_to_the_actor_with_unplug_and_reconnect():
         bench.send(buttons(0, 12))
         command = harness.wait_for(lambda c: c.button, "the intervene button")
         assert command.action[6] == 1.0  # gripper: close
-        harness.diagnostics.wait_for(
+        status = harness.diagnostics.wait_for(
             lambda s: dict((v.key, v.value) for v in s.values).get("intervene") == "True",
             "intervene=True",
         )
+        assert dict((v.key, v.value) for v in status.values)["pressed"] == "0,12"
 
         # unplug: motion and intervention are released at once, diagnostics say so
         bench.unplug()

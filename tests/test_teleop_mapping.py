@@ -80,10 +80,24 @@ def test_missing_and_broken_axes_never_steer():
 
 def test_buttons_hold():
     m = mapper(intervene=7, close=0, open_=1)
-    assert m.frame({}, {7, 0}).buttons == (1, 1, 0)
-    assert m.frame({}, {1}).buttons == (0, 0, 1)
-    assert m.frame({}, {0, 1}).buttons == (0, 1, 1)  # the source reads both as "keep"
-    assert mapper().frame({}, {0, 1, 7}).buttons == (0, 0, 0)  # none mapped
+    assert m.frame({}, {7, 0}).buttons == (1, 1, 0, 0, 0)
+    assert m.frame({}, {1}).buttons == (0, 0, 1, 0, 0)
+    assert m.frame({}, {0, 1}).buttons == (0, 1, 1, 0, 0)  # the source reads both as "keep"
+    assert mapper().frame({}, {0, 1, 7}).buttons == (0,) * 5  # none mapped
+
+
+def test_success_and_reject_land_on_the_contracts_indices_and_are_held_not_toggled():
+    from robot_rl.ros.teleop_contract import JOY_BUTTONS, REJECT_BUTTON, SUCCESS_BUTTON
+
+    m = mapper(intervene="RB", intervene_toggle=True, success="START", reject="BACK")
+    assert len(m.frame({}, set()).buttons) == JOY_BUTTONS == len(RELEASED.buttons)
+    frame = m.frame({}, {"START"})
+    assert frame.buttons[SUCCESS_BUTTON] == 1 and frame.buttons[REJECT_BUTTON] == 0
+    assert m.frame({}, {"START"}).buttons[SUCCESS_BUTTON] == 1  # held: still down
+    assert m.frame({}, set()).buttons[SUCCESS_BUTTON] == 0  # released: up again
+    assert m.frame({}, {"BACK"}).buttons == (0, 0, 0, 0, 1)
+    m.reset()
+    assert m.frame({}, set()) == RELEASED
 
 
 def test_buttons_toggle_on_each_press_and_reset_releases():

@@ -13,7 +13,13 @@ evdev codes (``evtest`` shows them), so any pad is one parameter file away:
   evdev's stick Y grows towards the operator, hence the minus signs;
 - hold RB (``BTN_TR``) to intervene; right trigger (``ABS_RZ``) closes the gripper, left
   trigger (``ABS_Z``) opens it (an axis named as a button is pressed beyond
-  ``button_threshold``).
+  ``button_threshold``);
+- the operator's answers (``/teleop/joy`` buttons 3 and 4, read by the actor's
+  ``--operator joy``): Start (``BTN_START``; Options on a DualShock/DualSense) says success,
+  which pays reward 1, ends the episode and confirms a reward classifier's success; Back
+  (``BTN_SELECT``; View on newer Xbox pads, Share/Create on PlayStation pads) rejects a
+  classifier's success. Both sit away from the sticks, so steering never presses them; A/B
+  (``BTN_SOUTH``/``BTN_EAST``) are the usual alternative.
 
 Linux: the user needs read access to ``/dev/input/event*`` (the ``input`` group). Name the
 device by ``device_name`` or by a stable ``/dev/input/by-id/...-event-joystick`` path: the
@@ -46,9 +52,11 @@ from robot_rl.drivers.teleop.teleop_mapping import (
     parse_axis,
 )
 from robot_rl.drivers.teleop.teleop_node import (
+    OPERATOR_BUTTONS,
     DeviceMissing,
     TeleopConfig,
     TeleopNode,
+    check_own_buttons,
     checked,
 )
 from robot_rl.ros.node_base import main_for
@@ -91,6 +99,16 @@ class GamepadConfig(TeleopConfig):
     intervene_button: str = param("BTN_TR", "evdev key (or axis) held to intervene ('' = none)")
     close_button: str = param("ABS_RZ", "evdev key (or axis) that closes the gripper ('' = none)")
     open_button: str = param("ABS_Z", "evdev key (or axis) that opens the gripper ('' = none)")
+    success_button: str = param(
+        "BTN_START",
+        "evdev key (or axis) the operator presses for success: /teleop/joy button 3, which the "
+        "actor's --operator joy pays as reward 1 and as a classifier's confirmation ('' = none)",
+    )
+    reject_button: str = param(
+        "BTN_SELECT",
+        "evdev key (or axis) that rejects a reward classifier's success: /teleop/joy button 4 "
+        "('' = none)",
+    )
     button_threshold: float = param(0.5, "an axis named as a button is pressed beyond this", _unit)
 
 
@@ -248,6 +266,39 @@ def _button(name: str):
     return button_key(name) if name.strip() else None
 
 
+def gamepad_mapper(config: GamepadConfig) -> tuple[TeleopMapper, list[int]]:
+    """The mapping ``config`` names, and its trigger axes' codes; ``ValueError`` naming the
+    parameter for a name evdev does not know or a success/reject button used twice."""
+    triggers = checked(
+        "trigger_axes",
+        config.trigger_axes,
+        lambda names: [axis_key(n)[1] for n in names if n.strip().lower() not in NONE_NAMES],
+    )
+    axes = checked(
+        "twist_axes",
+        config.twist_axes,
+        lambda specs: [parse_axis(spec, axis_key) for spec in specs],
+    )
+    buttons = {
+        name: checked(name, getattr(config, name), _button)
+        for name in ("intervene_button", "close_button", "open_button", *OPERATOR_BUTTONS)
+    }
+    check_own_buttons(buttons, config)
+    mapper = TeleopMapper(
+        axes,
+        config.deadband,
+        config.translation_scale,
+        config.rotation_scale,
+        intervene=buttons["intervene_button"],
+        close=buttons["close_button"],
+        open_=buttons["open_button"],
+        intervene_toggle=config.intervene_toggle,
+        success=buttons["success_button"],
+        reject=buttons["reject_button"],
+    )
+    return mapper, triggers
+
+
 class GamepadNode(TeleopNode):
     config_class = GamepadConfig
     device_label = "gamepad"
@@ -256,30 +307,8 @@ class GamepadNode(TeleopNode):
         super().__init__("gamepad", opener, **kwargs)
 
     def build_mapper(self, config: GamepadConfig) -> TeleopMapper:
-        self._triggers = checked(
-            "trigger_axes",
-            config.trigger_axes,
-            lambda names: [axis_key(n)[1] for n in names if n.strip().lower() not in NONE_NAMES],
-        )
-        axes = checked(
-            "twist_axes",
-            config.twist_axes,
-            lambda specs: [parse_axis(spec, axis_key) for spec in specs],
-        )
-        buttons = {
-            name: checked(name, getattr(config, name), _button)
-            for name in ("intervene_button", "close_button", "open_button")
-        }
-        return TeleopMapper(
-            axes,
-            config.deadband,
-            config.translation_scale,
-            config.rotation_scale,
-            intervene=buttons["intervene_button"],
-            close=buttons["close_button"],
-            open_=buttons["open_button"],
-            intervene_toggle=config.intervene_toggle,
-        )
+        mapper, self._triggers = gamepad_mapper(config)
+        return mapper
 
     def open_default(self, config: GamepadConfig) -> EvdevFile:
         return open_gamepad(config)

@@ -1,13 +1,19 @@
 """Keyboard teleop for a terminal: publishes ``/teleop/twist`` and ``/teleop/joy`` (the
-teleop contract that ``robot_rl.ros.teleop.RosTeleopSource`` reads).
+teleop contract of ``robot_rl.ros.teleop_contract``, which ``robot_rl.ros.teleop.RosTeleopSource``
+and the actor's ``--operator joy`` read).
 
     python -m robot_rl.drivers.teleop.keyboard [--ros-args -p rate_hz:=20.0 ...]
 
 Keys: w/s +x/-x, a/d +y/-y, r/f +z/-z, c close the gripper, o open it, space toggles
-"intervening" (the hold-to-intervene button), q or Ctrl-C quits.
+"intervening" (the hold-to-intervene button), q or Ctrl-C quits. The operator's answers (Joy
+buttons 3 and 4, for an actor run with ``--operator joy``): y says success (reward 1, the
+episode ends; it also confirms a reward classifier's success), n rejects a classifier's success
+(``success_key`` and ``reject_key`` change them). Like the actor's own ``--operator keyboard``
+keys, but typed in this terminal, so one terminal steers and answers.
 
 A terminal reports key presses, never releases, so a motion key counts as held for ``key_hold_s``
-after its last press; holding it down keeps it held through the terminal's auto-repeat. The
+after its last press; holding it down keeps it held through the terminal's auto-repeat (so a
+held y is one success, not many). The
 terminal is put in raw mode (every key arrives at once, unechoed) and restored on exit, and a
 last message releases everything so the robot goes back to the policy without waiting for the
 staleness bound.
@@ -25,6 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from robot_rl.drivers.config import one_of, param, positive
+from robot_rl.ros.teleop_contract import (
+    CLOSE_BUTTON,
+    INTERVENE_BUTTON,
+    JOY_BUTTONS,
+    OPEN_BUTTON,
+    REJECT_BUTTON,
+    SUCCESS_BUTTON,
+)
 
 MOTION_KEYS = {
     "w": (0, +1.0),
@@ -34,32 +48,64 @@ MOTION_KEYS = {
     "r": (2, +1.0),
     "f": (2, -1.0),
 }
-GRIPPER_KEYS = {"c": 1, "o": 2}  # Joy button index pressed by the key
+GRIPPER_KEYS = {"c": CLOSE_BUTTON, "o": OPEN_BUTTON}  # Joy button index pressed by the key
 INTERVENE_KEY = " "
 QUIT_KEYS = ("q", "\x03", "\x04")  # q, Ctrl-C (raw mode delivers it as a byte), Ctrl-D
-HELP = (
-    "keyboard teleop: w/s +x/-x  a/d +y/-y  r/f +z/-z  c close  o open  "
-    "space toggle intervene  q quit"
-)
+TAKEN_KEYS = (*MOTION_KEYS, *GRIPPER_KEYS, INTERVENE_KEY, *QUIT_KEYS)
+
+
+def help_line(success_key: str = "y", reject_key: str = "n") -> str:
+    return (
+        "keyboard teleop: w/s +x/-x  a/d +y/-y  r/f +z/-z  c close  o open  "
+        f"space toggle intervene  {success_key} success  {reject_key} reject  q quit"
+    )
+
+
+def _one_free_key(key: str) -> bool:
+    return (
+        len(key) == 1
+        and key.isprintable()
+        and not key.isspace()
+        and key.lower() not in (TAKEN_KEYS)
+    )
+
+
+_free_key = (_one_free_key, "must be one printable key that no other command uses")
 
 
 @dataclass(frozen=True)
 class TeleopOutput:
     linear: tuple[float, float, float]
-    buttons: tuple[int, int, int]
-    """Joy buttons: intervene, close the gripper, open it."""
+    buttons: tuple[int, ...]
+    """Joy buttons (``JOY_BUTTONS``): intervene, close the gripper, open it, success, reject."""
 
 
 class KeyboardState:
     """Key presses in, the device's deflection and buttons out (no ROS, no terminal)."""
 
-    def __init__(self, speed: float = 1.0, key_hold_s: float = 0.5):
+    def __init__(
+        self,
+        speed: float = 1.0,
+        key_hold_s: float = 0.5,
+        success_key: str = "y",
+        reject_key: str = "n",
+    ):
         if not 0.0 < speed <= 1.0:
             raise ValueError(f"speed must lie in (0, 1], got {speed}")
         if key_hold_s <= 0:
             raise ValueError(f"key_hold_s must be > 0, got {key_hold_s}")
+        for name, key in (("success_key", success_key), ("reject_key", reject_key)):
+            if not _one_free_key(key):
+                raise ValueError(f"{name} {key!r} {_free_key[1]}")
+        if success_key.lower() == reject_key.lower():
+            raise ValueError("success_key and reject_key must differ")
         self.speed = speed
         self.key_hold_s = key_hold_s
+        self.button_keys = {
+            **GRIPPER_KEYS,
+            success_key.lower(): SUCCESS_BUTTON,
+            reject_key.lower(): REJECT_BUTTON,
+        }
         self.intervening = False
         self.quit = False
         self._pressed: dict[str, float] = {}  # key -> time of its last press
@@ -70,7 +116,7 @@ class KeyboardState:
             self.quit = True
         elif key == INTERVENE_KEY:
             self.intervening = not self.intervening
-        elif key in MOTION_KEYS or key in GRIPPER_KEYS:
+        elif key in MOTION_KEYS or key in self.button_keys:
             self._pressed[key] = now
 
     def output(self, now: float) -> TeleopOutput:
@@ -79,13 +125,14 @@ class KeyboardState:
         for key in held & set(MOTION_KEYS):
             axis, sign = MOTION_KEYS[key]
             linear[axis] += sign * self.speed  # opposite keys cancel
-        buttons = [int(self.intervening), 0, 0]
-        for key in held & set(GRIPPER_KEYS):
-            buttons[GRIPPER_KEYS[key]] = 1
+        buttons = [0] * JOY_BUTTONS
+        buttons[INTERVENE_BUTTON] = int(self.intervening)
+        for key in held & set(self.button_keys):
+            buttons[self.button_keys[key]] = 1
         return TeleopOutput(tuple(linear), tuple(buttons))
 
     def released(self) -> TeleopOutput:
-        return TeleopOutput((0.0, 0.0, 0.0), (0, 0, 0))
+        return TeleopOutput((0.0, 0.0, 0.0), (0,) * JOY_BUTTONS)
 
 
 class RawTerminal:
@@ -129,6 +176,15 @@ class KeyboardConfig:
     )
     key_hold_s: float = param(
         0.5, "a key counts as held this long after its last press (s)", positive
+    )
+    success_key: str = param(
+        "y",
+        "key that says success: /teleop/joy button 3, which the actor's --operator joy pays as "
+        "reward 1 and as a classifier's confirmation",
+        _free_key,
+    )
+    reject_key: str = param(
+        "n", "key that rejects a reward classifier's success: /teleop/joy button 4", _free_key
     )
     frame_id: str = param("base", "frame of the twist: 'base' or 'tool'", one_of("base", "tool"))
 
@@ -193,7 +249,8 @@ def main(args: Sequence[str] | None = None) -> int:
         try:
             node = _node_class()(context=context)
             publish = node.publish
-            state = KeyboardState(node.config.speed, node.config.key_hold_s)
+            c = node.config
+            state = KeyboardState(c.speed, c.key_hold_s, c.success_key, c.reject_key)
             terminal = RawTerminal(sys.stdin.fileno())
         except (ValueError, RuntimeError) as err:
             print(f"keyboard_teleop: {err}", file=sys.stderr)
@@ -201,7 +258,7 @@ def main(args: Sequence[str] | None = None) -> int:
         period = 1.0 / node.config.rate_hz
         with terminal:
             # raw mode: a bare \n would not return the carriage
-            sys.stdout.write(HELP + "\r\n")
+            sys.stdout.write(help_line(c.success_key, c.reject_key) + "\r\n")
             sys.stdout.flush()
             next_publish = time.monotonic()
             while not state.quit:

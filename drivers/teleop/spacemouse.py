@@ -13,6 +13,17 @@ has two buttons: by default the left (0) closes the gripper and the right (1) op
 no intervene button: the actor's intervention ``mode="motion"`` hands control to the operator
 while the cap is deflected. On a keyed model, set ``intervene_button`` to a key's bit index.
 
+The operator's success and reject (``/teleop/joy`` buttons 3 and 4, which the actor's
+``--operator joy`` reads) need buttons a Compact or Wireless does not have, so they are off by
+default (-1): on those models the operator answers with the keyboard (the actor's
+``--operator keyboard``, keys y and n) or a gamepad node beside the SpaceMouse. A SpaceMouse
+Pro or Pro Wireless reports its keys in the same button bitmap (report 3): Menu 0, Fit 1, T 2,
+R 4, F 5, Roll 8, keys 1-4 at 12-15, Esc 22, Alt 23, Shift 24, Ctrl 25, Lock 26; set
+``success_button: 12`` (key 1) and ``reject_button: 13`` (key 2). Other keyed models (the
+SpaceExplorer, SpacePilot, Enterprise) number their keys differently, and the Enterprise's
+extra keys may not come in report 3 at all: hold a key for a second with the node running and
+its bit shows in the ``pressed`` value of the node's ``/diagnostics``.
+
 Linux: the user needs read access to the device's ``/dev/hidraw*`` (a udev rule such as
 ``KERNEL=="hidraw*", ATTRS{idVendor}=="256f", MODE="0660", GROUP="plugdev"``).
 """
@@ -31,9 +42,11 @@ from robot_rl.drivers.teleop.hid_spacemouse import (
 )
 from robot_rl.drivers.teleop.teleop_mapping import TeleopFrame, TeleopMapper, parse_axis
 from robot_rl.drivers.teleop.teleop_node import (
+    OPERATOR_BUTTONS,
     DeviceMissing,
     TeleopConfig,
     TeleopNode,
+    check_own_buttons,
     checked,
 )
 from robot_rl.ros.node_base import main_for
@@ -65,6 +78,19 @@ class SpaceMouseConfig(TeleopConfig):
     )
     close_button: int = param(0, "button index that closes the gripper (-1: none)", _button_index)
     open_button: int = param(1, "button index that opens the gripper (-1: none)", _button_index)
+    success_button: int = param(
+        -1,
+        "button index the operator presses for success: /teleop/joy button 3, which the actor's "
+        "--operator joy pays as reward 1 and as a classifier's confirmation (-1: none; a "
+        "SpaceMouse Pro's key 1 is 12)",
+        _button_index,
+    )
+    reject_button: int = param(
+        -1,
+        "button index that rejects a reward classifier's success: /teleop/joy button 4 (-1: "
+        "none; a SpaceMouse Pro's key 2 is 13)",
+        _button_index,
+    )
 
 
 def _axis(name: str) -> str:
@@ -162,6 +188,31 @@ def open_spacemouse(config: SpaceMouseConfig) -> HidSpaceMouse:
         ) from None
 
 
+def spacemouse_mapper(config: SpaceMouseConfig) -> TeleopMapper:
+    """The mapping ``config`` names; ``ValueError`` naming the parameter for an unknown axis or
+    a success/reject button used twice."""
+    axes = checked(
+        "twist_axes",
+        config.twist_axes,
+        lambda specs: [parse_axis(spec, _axis) for spec in specs],
+    )
+    names = ("intervene_button", "close_button", "open_button", *OPERATOR_BUTTONS)
+    buttons = {name: _button(getattr(config, name)) for name in names}
+    check_own_buttons(buttons, config)
+    return TeleopMapper(
+        axes,
+        config.deadband,
+        config.translation_scale,
+        config.rotation_scale,
+        intervene=buttons["intervene_button"],
+        close=buttons["close_button"],
+        open_=buttons["open_button"],
+        intervene_toggle=config.intervene_toggle,
+        success=buttons["success_button"],
+        reject=buttons["reject_button"],
+    )
+
+
 class SpaceMouseNode(TeleopNode):
     config_class = SpaceMouseConfig
     device_label = "SpaceMouse"
@@ -170,21 +221,7 @@ class SpaceMouseNode(TeleopNode):
         super().__init__("spacemouse", opener, **kwargs)
 
     def build_mapper(self, config: SpaceMouseConfig) -> TeleopMapper:
-        axes = checked(
-            "twist_axes",
-            config.twist_axes,
-            lambda specs: [parse_axis(spec, _axis) for spec in specs],
-        )
-        return TeleopMapper(
-            axes,
-            config.deadband,
-            config.translation_scale,
-            config.rotation_scale,
-            intervene=_button(config.intervene_button),
-            close=_button(config.close_button),
-            open_=_button(config.open_button),
-            intervene_toggle=config.intervene_toggle,
-        )
+        return spacemouse_mapper(config)
 
     def open_default(self, config: SpaceMouseConfig) -> HidSpaceMouse:
         return open_spacemouse(config)
@@ -203,7 +240,11 @@ class SpaceMouseNode(TeleopNode):
         parser = getattr(self, "parser", None)
         if parser is None:
             return {}
-        return {"reports": str(parser.reports), "malformed": str(parser.malformed)}
+        return {
+            "reports": str(parser.reports),
+            "malformed": str(parser.malformed),
+            "pressed": ",".join(str(i) for i in sorted(parser.state.buttons)),
+        }
 
 
 CONFIG = SpaceMouseConfig

@@ -1,7 +1,9 @@
 """From a teleop device's normalised axes and pressed buttons to the teleop contract: a twist of
-six entries in [-1, 1] and the three Joy buttons that ``robot_rl.ros.teleop.RosTeleopSource``
-reads (0 hold-to-intervene, 1 close the gripper, 2 open it). Pure: no ROS, no device library,
-so the SpaceMouse and gamepad nodes share it and it is tested on its own.
+six entries in [-1, 1] and the five Joy buttons of ``robot_rl.ros.teleop_contract``: the three
+that ``robot_rl.ros.teleop.RosTeleopSource`` reads (0 hold-to-intervene, 1 close the gripper,
+2 open it) and the operator's success (3) and reject (4), which
+``robot_rl.ros.operator_buttons`` reads. Pure: no ROS, no device library, so the SpaceMouse and
+gamepad nodes share it and it is tested on its own.
 
 Each twist entry names one device axis, optionally negated (``"-ty"``, ``"-ABS_Y"``) or
 ``"none"``. The deadband is applied per axis to the normalised deflection and rescaled, so the
@@ -15,10 +17,17 @@ import math
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+from robot_rl.ros.teleop_contract import (
+    CLOSE_BUTTON,
+    INTERVENE_BUTTON,
+    JOY_BUTTONS,
+    OPEN_BUTTON,
+    REJECT_BUTTON,
+    SUCCESS_BUTTON,
+)
+
 TWIST_SIZE = 6
 """linear x, y, z, angular x, y, z: the order of ``/teleop/twist`` and of ``Joy.axes``."""
-INTERVENE, CLOSE, OPEN = 0, 1, 2
-"""Joy button indices of the contract (``robot_rl.ros.teleop.TeleopMapping`` defaults)."""
 NONE_NAMES = ("", "none")
 
 
@@ -35,11 +44,11 @@ class TeleopFrame:
     """What the node publishes at one instant."""
 
     twist: tuple[float, ...]
-    buttons: tuple[int, int, int]
-    """Joy buttons: intervene, close the gripper, open it."""
+    buttons: tuple[int, ...]
+    """Joy buttons (``JOY_BUTTONS``): intervene, close the gripper, open it, success, reject."""
 
 
-RELEASED = TeleopFrame((0.0,) * TWIST_SIZE, (0, 0, 0))
+RELEASED = TeleopFrame((0.0,) * TWIST_SIZE, (0,) * JOY_BUTTONS)
 """No motion, no button: what a lost or stopped device publishes."""
 
 
@@ -67,7 +76,9 @@ def clip_unit(value: float) -> float:
 
 class TeleopMapper:
     """Device axes and buttons in, ``TeleopFrame`` out. Holds the one piece of state a device
-    needs between frames: the toggled intervene button (``intervene_toggle``)."""
+    needs between frames: the toggled intervene button (``intervene_toggle``). The success and
+    reject buttons are published as held (never toggled): their reader counts a press as the
+    edge from released to pressed."""
 
     def __init__(
         self,
@@ -79,19 +90,31 @@ class TeleopMapper:
         close: Hashable | None = None,
         open_: Hashable | None = None,
         intervene_toggle: bool = False,
+        success: Hashable | None = None,
+        reject: Hashable | None = None,
     ):
         if len(twist_axes) != TWIST_SIZE:
             raise ValueError(f"twist_axes needs {TWIST_SIZE} entries, got {len(twist_axes)}")
         if not 0.0 <= deadband < 1.0:
             raise ValueError(f"deadband must lie in [0, 1), got {deadband}")
-        for name, scale in (("translation_scale", translation_scale),
-                            ("rotation_scale", rotation_scale)):
+        for name, scale in (
+            ("translation_scale", translation_scale),
+            ("rotation_scale", rotation_scale),
+        ):
             if not (math.isfinite(scale) and scale >= 0.0):
                 raise ValueError(f"{name} must be finite and >= 0, got {scale}")
         self.twist_axes = tuple(twist_axes)
         self.deadband = deadband
         self.scales = (translation_scale,) * 3 + (rotation_scale,) * 3
-        self.buttons = (intervene, close, open_)
+        buttons = {
+            INTERVENE_BUTTON: intervene,
+            CLOSE_BUTTON: close,
+            OPEN_BUTTON: open_,
+            SUCCESS_BUTTON: success,
+            REJECT_BUTTON: reject,
+        }
+        self.buttons = tuple(buttons.get(index) for index in range(JOY_BUTTONS))
+        """The device key behind each Joy button index (None: that button stays 0)."""
         self.intervene_toggle = intervene_toggle
         self._toggled = False
         self._intervene_was_down = False
@@ -110,12 +133,11 @@ class TeleopMapper:
                 raw = 0.0  # a broken reading never steers
             value = apply_deadband(clip_unit(raw), self.deadband) * source.sign * scale
             twist.append(clip_unit(value) + 0.0)  # + 0.0: no -0.0 on the wire
-        down = tuple(key is not None and key in pressed for key in self.buttons)
-        intervene = down[INTERVENE]
+        down = [int(key is not None and key in pressed) for key in self.buttons]
         if self.intervene_toggle:
+            intervene = bool(down[INTERVENE_BUTTON])
             if intervene and not self._intervene_was_down:
                 self._toggled = not self._toggled
             self._intervene_was_down = intervene
-            intervene = self._toggled
-        buttons = (int(intervene), int(down[CLOSE]), int(down[OPEN]))
-        return TeleopFrame(tuple(twist), buttons)
+            down[INTERVENE_BUTTON] = int(self._toggled)
+        return TeleopFrame(tuple(twist), tuple(down))

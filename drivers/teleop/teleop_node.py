@@ -1,7 +1,8 @@
 """What the SpaceMouse and gamepad nodes share: a lifecycle node that drains a byte device into
 a parser at ``rate_hz``, publishes ``/teleop/twist`` and ``/teleop/joy`` (the contract of
 ``robot_rl.ros.teleop``: reliable, depth 1, twist entries in [-1, 1], Joy buttons intervene,
-close, open), survives unplugging, and reports on ``/diagnostics``.
+close, open, and the operator's success and reject: ``robot_rl.ros.teleop_contract``), survives
+unplugging, and reports on ``/diagnostics``.
 
 Lifecycle: configure opens the device (a missing device fails configure with one line naming
 it); activate starts publishing; deactivate publishes one released frame and stops; cleanup
@@ -20,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,6 +45,25 @@ def checked(name: str, value, convert: Callable[[Any], Any]):
         return convert(value)
     except ValueError as error:
         raise ValueError(f"parameter {name!r} = {value!r}: {error}") from None
+
+
+OPERATOR_BUTTONS = ("success_button", "reject_button")
+"""The parameters of the operator's success and reject buttons (``/teleop/joy`` buttons 3 and
+4, ``robot_rl.ros.teleop_contract``), which every teleop device config has."""
+
+
+def check_own_buttons(buttons: Mapping[str, Hashable | None], config) -> None:
+    """Refuse a success or reject button that is also another of the device's mapped buttons
+    (``buttons``: parameter name -> the device key, None where unset): a success on the
+    gripper's close button would pay reward on every grasp."""
+    for name in OPERATOR_BUTTONS:
+        key = buttons.get(name)
+        for other, other_key in buttons.items():
+            if key is not None and other != name and other_key == key:
+                raise ValueError(
+                    f"parameter {name!r} = {getattr(config, name)!r} is also {other!r}; the "
+                    "operator's success and reject each need a button of their own"
+                )
 
 
 class ByteDevice(Protocol):
@@ -214,7 +234,7 @@ class TeleopNode(DeviceNode):
         """Feed what the device has queued; the frame of the newest state, with every button
         that was down at any report since the last tick (a tap shorter than one tick is still
         published once, and a toggle sees each edge)."""
-        held = (0, 0, 0)
+        held = RELEASED.buttons
         for _ in range(MAX_READS_PER_TICK):
             data = self.device.read()
             if not data:

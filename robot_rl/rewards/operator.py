@@ -38,6 +38,7 @@ from typing import Literal
 import gymnasium as gym
 
 from robot_rl.errors import UserError
+from robot_rl.ros.teleop_contract import REJECT_BUTTON, SUCCESS_BUTTON
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +56,10 @@ class OperatorOptions:
     """Keyboard: the key that says "success" (and confirms a classifier's success)."""
     reject_key: str = "n"
     """Keyboard: the key that rejects a classifier's success."""
-    success_button: int = 3
+    success_button: int = SUCCESS_BUTTON
     """Joy: the /teleop/joy button index that says "success" (0-2 are the teleop contract's
     intervene, close and open)."""
-    reject_button: int = 4
+    reject_button: int = REJECT_BUTTON
     """Joy: the /teleop/joy button index that rejects a classifier's success."""
     label_timeout: float = 10.0
     """Seconds to wait for the operator's answer when the classifier fires; no answer within

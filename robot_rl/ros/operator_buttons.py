@@ -2,9 +2,9 @@
 
 The teleop device publishes its buttons' state at a steady rate (reliable, depth 1); a press
 is the edge from released to pressed, so a button held down counts once, and the first message
-seen with the button down counts as a press. Any teleop node can carry them: the contract's
-buttons 0-2 are intervene, close and open; the success and reject buttons are the device's
-further ones (``--success-button``, ``--reject-button``).
+seen with the button down counts as a press. Every teleop node carries them at the contract's
+indices (``robot_rl.ros.teleop_contract``: 0-2 intervene, close, open; 3 success, 4 reject),
+which are this module's defaults (``--success-button``, ``--reject-button``).
 
 The node spins in a background thread in its own rclpy context, like ``RosTeleopSource``.
 """
@@ -21,7 +21,7 @@ from sensor_msgs.msg import Joy
 
 from robot_rl.rewards.operator import REJECT, SUCCESS, OperatorInput
 from robot_rl.ros.qos import teleop_qos
-from robot_rl.ros.teleop import JOY_TOPIC
+from robot_rl.ros.teleop_contract import JOY_TOPIC, REJECT_BUTTON, SUCCESS_BUTTON
 
 
 class JoyOperator(OperatorInput):
@@ -31,8 +31,8 @@ class JoyOperator(OperatorInput):
 
     def __init__(
         self,
-        success_button: int = 3,
-        reject_button: int = 4,
+        success_button: int = SUCCESS_BUTTON,
+        reject_button: int = REJECT_BUTTON,
         topic: str = JOY_TOPIC,
         node_name: str = "operator_buttons",
     ):

@@ -5,8 +5,9 @@ Topic convention (docs/ARCHITECTURE.md, reliable, depth 1):
   - ``/teleop/twist`` (geometry_msgs/TwistStamped): the device's deflection per axis, normalised
     to [-1, 1] (full deflection = the task's largest step), in the frame the intervention
     wrapper is configured for (base, or tool with ``frame="tool"``);
-  - ``/teleop/joy`` (sensor_msgs/Joy): buttons; by default 0 = hold-to-intervene,
-    1 = close the gripper, 2 = open it.
+  - ``/teleop/joy`` (sensor_msgs/Joy): buttons (``robot_rl.ros.teleop_contract``): 0 =
+    hold-to-intervene, 1 = close the gripper, 2 = open it, 3 = the operator's success, 4 = its
+    reject (these two are read by ``robot_rl.ros.operator_buttons``, not here).
 Devices publish at a steady rate; a message older than ``max_age_s`` (by arrival time on this
 host's monotonic clock, so the sender's clock does not matter) counts as released: a device that
 dies or a link that drops never keeps steering.
@@ -32,9 +33,14 @@ from sensor_msgs.msg import Joy
 from robot_rl.envs.backend import Reading
 from robot_rl.envs.intervention import OperatorCommand
 from robot_rl.ros.qos import teleop_qos
+from robot_rl.ros.teleop_contract import (
+    CLOSE_BUTTON,
+    INTERVENE_BUTTON,
+    JOY_TOPIC,
+    OPEN_BUTTON,
+    TWIST_TOPIC,
+)
 
-TWIST_TOPIC = "/teleop/twist"
-JOY_TOPIC = "/teleop/joy"
 TWIST_FIELDS = ("linear.x", "linear.y", "linear.z", "angular.x", "angular.y", "angular.z")
 
 
@@ -46,9 +52,9 @@ class TeleopMapping:
     """One per action entry: a twist field (``TWIST_FIELDS``), 'gripper' (+1 close, -1 open,
     0 keep, from the buttons) or 'none' (always 0). The default fits the arm's xyz + gripper;
     the car would use ('linear.x', 'angular.z')."""
-    intervene_button: int = 0
-    close_button: int = 1
-    open_button: int = 2
+    intervene_button: int = INTERVENE_BUTTON
+    close_button: int = CLOSE_BUTTON
+    open_button: int = OPEN_BUTTON
 
     def __post_init__(self) -> None:
         known = (*TWIST_FIELDS, "gripper", "none")
