@@ -141,6 +141,37 @@ class SimulatedHuman:
         self._rewards = []
 
 
+class SuccessPress:
+    """When a watching operator holds the success button: once per success it sees.
+
+    A person presses success when the task is done (on the FR3 cell: the cube held above the
+    table, which the simulated operator sees in the world's ground truth), holds it for
+    ``press_s`` (a real press, many messages of a teleop topic long), and presses again only
+    once the task has stopped being done (the cube put down, the scene reset), so a success the
+    robot keeps holding is one press, not one per look."""
+
+    def __init__(self, press_s: float = 0.3):
+        if not press_s > 0:
+            raise ValueError(f"press_s must be > 0, got {press_s}")
+        self.press_s = press_s
+        self.presses = 0
+        self._armed = True
+        self._until = -np.inf
+
+    def update(self, done: bool, now: float) -> None:
+        """What the operator sees at ``now`` (monotonic seconds): the task done or not."""
+        if done and self._armed:
+            self._armed = False
+            self._until = now + self.press_s
+            self.presses += 1
+        elif not done:
+            self._armed = True
+
+    def down(self, now: float) -> bool:
+        """Whether the button is held at ``now``."""
+        return now < self._until
+
+
 class ExpertTeleop:
     """A ``TeleopSource`` that is always driving: the task's scripted expert, button held.
 

@@ -1,10 +1,10 @@
 """The twin's simulated human: steps in when the policy is stuck or leaving the box, corrects
-for a bounded time, keeps to its budget, hands back."""
+for a bounded time, keeps to its budget, hands back; and says success once per success seen."""
 
 import numpy as np
 import pytest
 
-from robot_rl.sim.simulated_human import SimulatedHuman, SimulatedHumanConfig
+from robot_rl.sim.simulated_human import SimulatedHuman, SimulatedHumanConfig, SuccessPress
 from robot_rl.tasks.pick_cube import PickCubeTask
 
 TASK = PickCubeTask()
@@ -108,6 +108,27 @@ def test_success_hands_back_at_once():
     lifted["gripper_pos"] = np.array([0.5])
     assert TASK.success(lifted)
     assert sim.poll(lifted) is None
+
+
+def test_the_operator_presses_success_once_per_success_it_sees():
+    """The FR3 cell's simulated operator (sim/cells/cell_human.py) says success as a person at
+    a gamepad would: one held press when it sees the cube lifted, none while it stays lifted,
+    a new one only after the task stopped being done."""
+    lifted = reading(tcp=(0.5, 0.0, 0.12), cube=(0.5, 0.0, 0.12))
+    lifted["gripper_pos"] = np.array([0.5])
+    on_table = reading()
+    press = SuccessPress(press_s=0.3)
+    seen = [(0.0, on_table), (0.1, lifted), (0.2, lifted), (0.5, lifted), (0.6, on_table)]
+    down = []
+    for now, what in seen:
+        press.update(TASK.success(what), now)
+        down.append(press.down(now))
+    assert down == [False, True, True, False, False]  # held 0.3 s, not for as long as lifted
+    assert press.presses == 1
+    press.update(TASK.success(lifted), 1.0)  # lifted again after it was put down
+    assert press.down(1.0) and press.presses == 2
+    with pytest.raises(ValueError, match="press_s"):
+        SuccessPress(press_s=0.0)
 
 
 def test_bad_config_is_refused():

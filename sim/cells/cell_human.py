@@ -3,8 +3,9 @@
 It publishes ``/teleop/twist`` and ``/teleop/joy`` exactly as the SpaceMouse node does (the
 contract of ``robot_rl.ros.teleop``: reliable, depth 1, at ``rate_hz``; twist entries in
 [-1, 1] where full deflection is the task's largest step, in the base frame; Joy buttons
-intervene, close the gripper, open it; the released frame while hands are off), so the actor
-takes its corrections through the same ``RosTeleopSource`` that reads a real device.
+intervene, close the gripper, open it, success, reject (``robot_rl.ros.teleop_contract``); the
+released frame while hands are off), so the actor takes its corrections through the same
+``RosTeleopSource`` that reads a real device.
 
 Who it is: the twin's ``SimulatedHuman`` (``sim/simulated_human.py``): the task's scripted
 expert takes over when the policy stalls (no progress of the task's dense reward) or heads out
@@ -14,7 +15,11 @@ sees: the arm's published state (``/arm/ee_pose``, ``ee_twist``, ``gripper/joint
 where the cube is (``/sim/objects/cube/pose``: the world's ground truth, which only the operator
 and evaluation read). A person also tidies the table: when the cube was lifted and put down, or
 pushed out of reach, and the hand is out of the way, it asks the world to put the cube at a new
-random place (``/sim/reset_objects``).
+random place (``/sim/reset_objects``). And it says when the task is done: seeing it done (the
+cube held above the table, whoever lifted it) it presses the success button once
+(``SuccessPress``), so ``up robot --hardware hardware/fr3_sim.yaml --operator joy`` has a success
+source, as a cell with a person at a gamepad would. It never presses reject: a reward
+classifier's false success goes unanswered, which the relabeller counts as a reject.
 
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human
 """
@@ -36,7 +41,15 @@ from robot_rl.drivers.config import param, positive
 from robot_rl.ros import convert
 from robot_rl.ros.node_base import ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, teleop_qos
-from robot_rl.ros.teleop import JOY_TOPIC, TWIST_TOPIC
+from robot_rl.ros.teleop_contract import (
+    CLOSE_BUTTON,
+    INTERVENE_BUTTON,
+    JOY_BUTTONS,
+    JOY_TOPIC,
+    OPEN_BUTTON,
+    SUCCESS_BUTTON,
+    TWIST_TOPIC,
+)
 from robot_rl.sim.cells.fr3_cell import CUBE_TOPIC, RESET_OBJECTS, part_field
 
 LIFTED = 0.03
@@ -74,6 +87,12 @@ class CellHumanConfig:
         "put the cube at a new random place when it was picked up and put "
         "down, or pushed out of reach",
     )
+    say_success: bool = param(
+        True,
+        "press the success button (/teleop/joy button 3, the actor's --operator joy) once each "
+        "time it sees the task done",
+    )
+    success_press_s: float = param(0.3, "how long one success press is held (s)", positive)
 
 
 class CellHumanNode(Node):
@@ -82,7 +101,11 @@ class CellHumanNode(Node):
         self.config = c = declare_config(self, CellHumanConfig)
         from robot_rl.envs.task import make_task
         from robot_rl.sim.experts import make_expert
-        from robot_rl.sim.simulated_human import SimulatedHuman, SimulatedHumanConfig
+        from robot_rl.sim.simulated_human import (
+            SimulatedHuman,
+            SimulatedHumanConfig,
+            SuccessPress,
+        )
 
         try:
             self.task = make_task(c.task)
@@ -97,6 +120,7 @@ class CellHumanNode(Node):
             )
         except ValueError as error:
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+        self.success_press = SuccessPress(c.success_press_s)
         self._seen: dict[str, tuple[dict, float]] = {}
         self._action: np.ndarray | None = None
         self._ticks = 0
@@ -165,6 +189,8 @@ class CellHumanNode(Node):
             self._action = None
             return
         self._ticks += 1
+        if self.config.say_success:
+            self.success_press.update(self.task.success(reading), time.monotonic())
         if self._ticks % self.task.max_episode_steps == 0:
             self.human.reset()  # the budget is per episode's worth of control periods
         command = self.human.poll(reading)
@@ -202,12 +228,14 @@ class CellHumanNode(Node):
         twist.header = convert.header(time.time(), "base")
         joy = Joy()
         joy.header = twist.header
-        buttons = [0, 0, 0]
+        buttons = [0] * JOY_BUTTONS
         if action is not None:
             x, y, z = (float(v) for v in np.clip(action[:3], -1.0, 1.0))
             twist.twist.linear.x, twist.twist.linear.y, twist.twist.linear.z = x, y, z
             grip = float(action[3]) if len(action) > 3 else 0.0
-            buttons = [1, int(grip > 0.5), int(grip < -0.5)]
+            buttons[INTERVENE_BUTTON] = 1
+            buttons[CLOSE_BUTTON], buttons[OPEN_BUTTON] = int(grip > 0.5), int(grip < -0.5)
+        buttons[SUCCESS_BUTTON] = int(self.success_press.down(time.monotonic()))
         t = twist.twist
         joy.axes = [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
         joy.buttons = buttons
@@ -227,6 +255,7 @@ class CellHumanNode(Node):
             "intervened": str(human.total_intervened),
             "periods": str(human.total_steps),
             "tidy_ups": str(self.tidy_ups),
+            "success_presses": str(self.success_press.presses),
         }
         status = DiagnosticStatus(
             level=level,
