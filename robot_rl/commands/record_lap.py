@@ -89,7 +89,7 @@ def backend_config(config: RecordLapConfig) -> tuple[RosBackendConfig, tuple[str
     hardware = load_hardware(config.hardware)
     if hardware.robot_kind != "car":
         raise UserError(
-            f"{config.hardware}: record-lap drives a car, this is a {hardware.robot_kind}"
+            f"{config.hardware}: record-lap drives a car; its robot kind is {hardware.robot_kind!r}"
         )
     namespaces = {**hardware.cameras, **ros.camera_namespaces}
     cameras = tuple(hardware.cameras) if cameras is None else tuple(cameras)
