@@ -183,11 +183,32 @@ def test_robot_mode_without_a_reward_source_is_refused_in_one_line(capsys):
     assert main(["train", "--task", "pick_cube", "--robot-mode"]) == 2
     err = capsys.readouterr().out
     assert "robot mode: pick_cube's reward and success read the twin's object poses" in err
-    assert "--reward-classifier" in err
+    assert "--reward-classifier" in err and "--operator keyboard|joy" in err
+    assert len(err.strip().splitlines()) == 1
     from robot_rl.runtime.actor import ActorConfig
 
     with pytest.raises(ValueError, match="give a reward source"):
         ActorConfig(robot_mode=True).validate()
+
+
+def test_robot_mode_train_relabelling_is_refused_up_front_in_one_line(capsys, tmp_path):
+    """train relabels with the twin's ground truth, which robot mode does not have: refused
+    where the mode is checked, before a run directory or an env exists, not at the first
+    query of the labeller."""
+    from robot_rl.cli import main
+
+    run_dir = tmp_path / "run"
+    args = ["train", "--task", "pick_cube", "--robot-mode", "--reward-classifier", str(tmp_path)]
+    assert main([*args, "--relabel-false-positives", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().out.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "robot mode: train's --relabel-false-positives answers with the twin's ground" in err
+    assert "--operator joy" in err and not run_dir.exists()
+    from robot_rl.runtime.train_loop import TrainConfig
+
+    # on the twin, the ground truth answering is what train's relabelling is for
+    twin = TrainConfig(task="pick_cube", reward_classifier="c", relabel_false_positives=True)
+    twin.check_reward_source("pick_cube", "c")
 
 
 def _actor_subscriptions(actor_arguments: tuple[str, ...]) -> list[str]:

@@ -8,7 +8,9 @@ so the rule lives here once:
   camera is given: a run with cameras learns from what a robot would see;
 - robot mode (``up robot`` sets it) observes and scores only what a robot's drivers publish: no
   privileged state, no twin reading in reward, success or termination, so no ``/sim/`` topic;
-  a task whose scoring reads the twin then needs a reward source (a reward classifier).
+  a task whose scoring reads the twin then needs a reward source (a reward classifier or the
+  operator's success key or button), and a relabelling needs the operator to answer (the
+  twin's ground-truth labeller is refused up front).
 
 Checkpoints record the resolved mode (``metadata``) so that ``eval``, ``--resume`` and actors
 rebuild the same observation space. Pure Python: no JAX, MuJoCo or ROS import.
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+
+from robot_rl.errors import UserError
 
 
 @dataclass(kw_only=True)
@@ -72,12 +76,34 @@ class ObservationMode:
         return options
 
     def check_reward_source(self, task: str, reward_source: str | None) -> None:
-        """Refuse robot mode on a task whose scoring reads the twin when nothing else scores."""
+        """Refuse robot mode on a task whose scoring reads the twin when nothing else scores,
+        and a robot-mode relabelling that the twin's ground truth would answer."""
         if self.robot_mode and reward_source is None and _task_class(task).reward_needs_twin:
-            raise ValueError(
+            raise UserError(
                 f"robot mode: {task}'s reward and success read the twin's object poses, which a "
-                "robot does not have; give a reward source (--reward-classifier DIR)"
+                "robot does not have; give a reward source: --reward-classifier DIR, or "
+                "--operator keyboard|joy (the operator's success key or /teleop/joy button; "
+                "robot-rl actor, up, eval --hardware)"
             )
+        self._check_relabel_labeller()
+
+    def _check_relabel_labeller(self) -> None:
+        """A command whose config derives from this class and asks --relabel-false-positives
+        (``train``, ``actor``) is refused here, before any step, when the twin's ground truth
+        would answer in robot mode: ``train`` always relabels with the ground truth, the actor
+        when no operator is given. (Its labeller would otherwise fail at the first query.)"""
+        if not (self.robot_mode and getattr(self, "relabel_false_positives", False)):
+            return
+        from robot_rl.rewards.labelers import RelabelOptions, check_labeler
+
+        if isinstance(self, RelabelOptions):  # actor, up: --labeler or --operator says who
+            check_labeler(self.resolved_labeler(self.operator), robot_mode=True)
+            return
+        raise UserError(
+            "robot mode: train's --relabel-false-positives answers with the twin's ground "
+            "truth, which a robot does not have; relabel on a robot with the operator "
+            "(robot-rl actor or up robot --operator joy --relabel-false-positives)"
+        )
 
     def metadata(self, task: str) -> dict:
         """The resolved mode of ``task`` as checkpoints record it (a task without privileged
