@@ -1,2 +1,2 @@
-"""The only place outside drivers/ and sim/ nodes that imports rclpy; ``arm_contract`` is
-pure, so the core may use it."""
+"""The only place outside drivers/ and sim/ nodes that imports rclpy; ``arm_contract`` and
+``teleop_contract`` are pure, so the core may use them."""
