@@ -67,7 +67,7 @@ def test_sim_launch_starts_what_robot_rl_up_starts(monkeypatch, tmp_path):
     assert [p.name for p in up] == ["arm_twin", "front_camera", "actor", "learner"]
     # with every default, too
     assert load_launch_file("sim.launch.py", monkeypatch).describe(
-        run_dir=str(tmp_path), learner=endpoint, total_steps="6000", speedup="4.0",
+        run_dir=str(tmp_path), learner=endpoint, total_steps="4000", speedup="4.0",
     ) == planned_processes(UpConfig("sim"), tmp_path, endpoint)
 
 
@@ -82,7 +82,7 @@ def test_stack_roles_names_and_ros_parameters(tmp_path):
         "--ros-args", "-r", "__node:=actor", "-r", "__ns:=/", "-p", "use_sim_time:=true"]
     assert not learner.ros_node and "--ros-args" not in learner.command()
     assert learner.command()[3:5] == ["learner", "--task"]
-    assert "--agent.num-critics" in learner.arguments and "--batch-size" in learner.arguments
+    assert "--agent.hidden-dims" in learner.arguments and "--batch-size" in learner.arguments
 
 
 def test_launch_actions_carry_the_description_unchanged(monkeypatch, tmp_path):

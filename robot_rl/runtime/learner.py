@@ -118,10 +118,12 @@ class LearnerConfig(ObservationMode):
     None: the actors run on the twin (`up sim`); a resumed run keeps its checkpoint's."""
     agent: AgentConfig = field(
         default_factory=lambda: AgentConfig(
-            num_critics=10, critic_subsample=2, init_temperature=0.01
+            num_critics=2, critic_subsample=2, init_temperature=0.01, critic_actor_ratio=2
         )
     )
-    """The agent (the same defaults as `robot-rl train`)."""
+    """The agent: RLPD with 2 critics and an actor update per env step (`robot-rl train`
+    keeps 10 critics); 7x the updates/s, so that the ratio holds without a slow stack
+    (robot_rl/commands/up.py's LEARNER_AGENT says what it was measured at)."""
 
     def resolved(self) -> LearnerConfig:
         recipe = RECIPES.get(self.task, FALLBACK)
