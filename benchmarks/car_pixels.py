@@ -206,6 +206,7 @@ def evaluate(args) -> None:
                 **figures,
                 "expert_lap_time": expert_figures["lap_time"],
                 "expert_crash_rate": expert_figures["crash_rate"],
+                "expert_true_lap_time": expert_figures["true_lap_time"],
                 "faster_than_expert": bool(
                     figures["best_lap_time"] is not None
                     and figures["best_lap_time"] < expert_figures["lap_time"]
@@ -221,6 +222,27 @@ def evaluate(args) -> None:
             print(json.dumps(line), flush=True)
             with out.open("a") as stream:
                 stream.write(json.dumps(line) + "\n")
+
+
+def expert(args) -> None:
+    """The scripted expert alone on the evaluation episodes: its full figures (also the true
+    laps) as one JSON line in ``expert.jsonl``."""
+    from robot_rl.sim import make_expert
+
+    meta = {"task": "car_lap", "observation": {"cameras": ["front"], "image_size": args.image_size}}
+    env = evaluation_env(meta, args.checkpoints)
+    try:
+        driver = make_expert(env.task)
+        figures = lap_figures(
+            lambda e, o: driver.act(e.reading), env, args.episodes, args.eval_seed
+        )
+    finally:
+        env.close()
+    line = {"policy": "scripted expert", "episodes": args.episodes, **figures}
+    print(json.dumps(line), flush=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with (RESULTS / "expert.jsonl").open("a") as stream:
+        stream.write(json.dumps(line) + "\n")
 
 
 def cost(args) -> None:
@@ -263,7 +285,7 @@ def cost(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["train", "evaluate", "cost"])
+    parser.add_argument("command", choices=["train", "evaluate", "expert", "cost"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--steps", type=int, default=10_000)
@@ -277,7 +299,7 @@ def main() -> None:
     parser.add_argument("--results", default=str(RESULTS / "results.jsonl"))
     parser.add_argument("--cost-steps", type=int, default=400, help="cost: steps timed")
     args = parser.parse_args()
-    {"train": train, "evaluate": evaluate, "cost": cost}[args.command](args)
+    {"train": train, "evaluate": evaluate, "expert": expert, "cost": cost}[args.command](args)
 
 
 if __name__ == "__main__":
