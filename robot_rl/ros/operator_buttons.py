@@ -6,20 +6,15 @@ seen with the button down counts as a press. Every teleop node carries them at t
 indices (``robot_rl.ros.teleop_contract``: 0-2 intervene, close, open; 3 success, 4 reject),
 which are this module's defaults (``--success-button``, ``--reject-button``).
 
-The node spins in a background thread in its own rclpy context, like ``RosTeleopSource``.
+The node spins in a background thread in its own rclpy context (``BackgroundNode``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
-import rclpy
-from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from sensor_msgs.msg import Joy
 
 from robot_rl.rewards.operator import REJECT, SUCCESS, OperatorInput
+from robot_rl.ros.background_node import BackgroundNode
 from robot_rl.ros.qos import teleop_qos
 from robot_rl.ros.teleop_contract import JOY_TOPIC, REJECT_BUTTON, SUCCESS_BUTTON
 
@@ -40,22 +35,8 @@ class JoyOperator(OperatorInput):
         self.topic = topic
         self.buttons = {SUCCESS: success_button, REJECT: reject_button}
         self._down = dict.fromkeys(self.buttons, False)
-        self._context = Context()
-        rclpy.init(context=self._context)
-        try:
-            self.node = rclpy.create_node(node_name, context=self._context)
-            self.node.create_subscription(Joy, topic, self._on_joy, teleop_qos())
-            self._executor = SingleThreadedExecutor(context=self._context)
-            self._executor.add_node(self.node)
-        except Exception:
-            self._context.try_shutdown()
-            raise
-        self._thread = threading.Thread(target=self._spin, name=node_name, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        with contextlib.suppress(ExternalShutdownException):
-            self._executor.spin()
+        self._background = BackgroundNode(node_name, [(Joy, topic, self._on_joy, teleop_qos())])
+        self.node = self._background.node
 
     def _on_joy(self, msg: Joy) -> None:
         for event, index in self.buttons.items():
@@ -72,7 +53,4 @@ class JoyOperator(OperatorInput):
         return f"button {self.buttons[event]} on {self.topic}"
 
     def close(self) -> None:
-        self._executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self._context.try_shutdown()
-        self._thread.join(timeout=2.0)
+        self._background.close()

@@ -18,20 +18,17 @@ rclpy use in the process.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import TwistStamped
-from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from sensor_msgs.msg import Joy
 
 from robot_rl.envs.backend import Reading
 from robot_rl.envs.intervention import OperatorCommand
+from robot_rl.ros.background_node import BackgroundNode
 from robot_rl.ros.qos import teleop_qos
 from robot_rl.ros.teleop_contract import (
     CLOSE_BUTTON,
@@ -87,24 +84,15 @@ class RosTeleopSource:
         self._lock = threading.Lock()
         self._twist: tuple[np.ndarray, float] | None = None  # (6 values, arrival time)
         self._joy: tuple[tuple[int, ...], float] | None = None
-        self._context = Context()
-        rclpy.init(context=self._context)
-        try:
-            self.node = rclpy.create_node(node_name, context=self._context)
-            self.node.create_subscription(TwistStamped, twist_topic, self._on_twist, teleop_qos())
-            self.node.create_subscription(Joy, joy_topic, self._on_joy, teleop_qos())
-            self._executor = SingleThreadedExecutor(context=self._context)
-            self._executor.add_node(self.node)
-        except Exception:
-            self._context.try_shutdown()
-            raise
-        self._thread = threading.Thread(target=self._spin, name=node_name, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        # close() shuts the context down under the spinning executor: that is the way out
-        with contextlib.suppress(ExternalShutdownException):
-            self._executor.spin()
+        self._background = BackgroundNode(
+            node_name,
+            [
+                (TwistStamped, twist_topic, self._on_twist, teleop_qos()),
+                (Joy, joy_topic, self._on_joy, teleop_qos()),
+            ],
+        )
+        self.node = self._background.node
+        self._context = self._background.context
 
     def _on_twist(self, msg: TwistStamped) -> None:
         t = msg.twist
@@ -150,10 +138,7 @@ class RosTeleopSource:
         """Nothing per episode: the operator's device state carries over."""
 
     def close(self) -> None:
-        self._executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self._context.try_shutdown()
-        self._thread.join(timeout=2.0)
+        self._background.close()
 
     def __enter__(self) -> RosTeleopSource:
         return self
