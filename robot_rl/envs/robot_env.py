@@ -120,3 +120,21 @@ class RobotEnv(gym.Env):
 
     def close(self) -> None:
         self.backend.close()
+
+
+class RobotEnvWrapper(gym.Wrapper):
+    """A wrapper that keeps ``RobotEnv``'s attributes in reach: loops, experts and status
+    reporting read ``task``, ``reading`` and ``backend``, which gymnasium wrappers do not
+    forward."""
+
+    @property
+    def task(self):
+        return self.env.task
+
+    @property
+    def reading(self):
+        return self.env.reading
+
+    @property
+    def backend(self):
+        return self.env.backend

@@ -37,6 +37,7 @@ from typing import Literal
 
 import gymnasium as gym
 
+from robot_rl.envs.robot_env import RobotEnvWrapper
 from robot_rl.errors import UserError
 from robot_rl.ros.teleop_contract import REJECT_BUTTON, SUCCESS_BUTTON
 
@@ -221,7 +222,7 @@ class OperatorLabeler:
         return answer == SUCCESS
 
 
-class OperatorSuccess(gym.Wrapper):
+class OperatorSuccess(RobotEnvWrapper):
     """Reward 1 and the episode's end on the operator's success key or button.
 
     A success event that arrived since the last step pays this step and ends the episode as
@@ -236,18 +237,6 @@ class OperatorSuccess(gym.Wrapper):
         self.operator = operator
         self.owns_operator = owns_operator
         self.successes = 0
-
-    @property
-    def task(self):
-        return self.env.task
-
-    @property
-    def reading(self):
-        return self.env.reading
-
-    @property
-    def backend(self):
-        return self.env.backend
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)

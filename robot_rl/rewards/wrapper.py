@@ -28,6 +28,8 @@ from typing import Protocol
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.envs.robot_env import RobotEnvWrapper
+
 
 class SuccessProbability(Protocol):
     config: object  # has ``camera`` and ``threshold``
@@ -35,7 +37,7 @@ class SuccessProbability(Protocol):
     def probability(self, images) -> float | np.ndarray: ...
 
 
-class ClassifierReward(gym.Wrapper):
+class ClassifierReward(RobotEnvWrapper):
     def __init__(
         self,
         env: gym.Env,
@@ -75,19 +77,6 @@ class ClassifierReward(gym.Wrapper):
         task = getattr(env, "task", None)
         self.max_episode_steps = max_episode_steps or getattr(task, "max_episode_steps", None)
         self._steps = 0
-
-    # RobotEnv's attributes that loops and experts use (gymnasium wrappers do not forward them)
-    @property
-    def task(self):
-        return self.env.task
-
-    @property
-    def reading(self):
-        return self.env.reading
-
-    @property
-    def backend(self):
-        return self.env.backend
 
     def _observation(self, obs: dict) -> dict:
         if self.keep_image:
