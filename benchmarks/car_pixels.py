@@ -12,15 +12,16 @@ The agent is the car_lap recipe (RLPD: 10 critics, UTD 2, 5 scripted-expert demo
 frozen, randomly initialised conv trunk whose features the embedding cache computes once per
 frame (``--encoder conv`` trains the trunk instead, ~4x slower per update here).
 
-``train`` writes a checkpoint every ``--every`` steps into ``<runs>/seed<N>``; ``evaluate`` runs
-every checkpoint found (and the expert) on ``--episodes`` evaluation episodes (30 s each, fixed
-seeds) and appends one JSON line per (seed, steps): the mean and best time of the laps finished,
-the share of episodes with a finished lap, the crash rate (episodes ended by the car's own crash
-or stuck detection; ``train_crash_rate``: the same over the training episodes of the last
-``--every`` steps, exploration included), the twin's wall-contact rate (ground truth, evaluation
-only), the expert's lap time on the same episodes and the training wall seconds up to that
-checkpoint. Laps are counted by the task (on the car's odometry) and, as a check, by the twin's
-true pose (``true_laps``, ``true_lap_time``: full turns along the track's centreline).
+``train`` writes a checkpoint every ``--every`` steps into ``<runs>/seed<N>`` (the training loop
+keeps the newest 3: run ``evaluate`` while training goes on, it skips what it has done);
+``evaluate`` runs every checkpoint found (and the expert) on ``--episodes`` evaluation episodes (30
+s each, fixed seeds) and appends one JSON line per (seed, steps): the mean and best time of the
+laps finished, the share of episodes with a finished lap, the crash rate (episodes ended by the
+car's own crash or stuck detection; ``train_crash_rate``: the same over the training episodes of
+the last ``--every`` steps, exploration included), the twin's wall-contact rate (ground truth,
+evaluation only), the expert's lap time on the same episodes and the training wall seconds up to
+that checkpoint. Laps are counted by the task (on the car's odometry) and, as a check, by the
+twin's true pose (``true_laps``, ``true_lap_time``: full turns along the track's centreline).
 """
 
 from __future__ import annotations
