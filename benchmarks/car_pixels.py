@@ -8,9 +8,10 @@ the scripted expert's lap.
 What the policy observes: the forward camera (the only image, ``--image-size`` px) and the
 13-vector of car_lap, whose checkpoint directions come from the car's own odometry (wheel speed and
 IMU yaw rate integrated from where it was put down, drifting), never from the twin's true pose.
-The agent is the car_lap recipe (RLPD: 10 critics, UTD 2, 5 scripted-expert demonstrations) with a
-frozen, randomly initialised conv trunk whose features the embedding cache computes once per
-frame (``--encoder conv`` trains the trunk instead, ~4x slower per update here).
+The agent is the car_lap recipe with the pixel recipe (RLPD: 10 critics, UTD 2, batches of 64,
+500 random steps, 5 scripted-expert demonstrations) with a frozen, randomly initialised conv trunk
+whose features the embedding cache computes once per frame (``--encoder conv`` trains the trunk
+instead; ``cost`` measures both).
 
 ``train`` writes a checkpoint every ``--every`` steps into ``<runs>/seed<N>`` (the training loop
 keeps the newest 3: run ``evaluate`` while training goes on, it skips what it has done);
