@@ -250,6 +250,7 @@ def expert(args) -> None:
 def cost(args) -> None:
     """Seconds per training step (acting, rendering and RLPD updates) once updates run, for a
     short run of each trunk: what a budget of steps costs on this machine."""
+    import io
     import re
     import tempfile
 
@@ -262,10 +263,12 @@ def cost(args) -> None:
         with tempfile.TemporaryDirectory() as runs:
             args.encoder, args.runs, args.seed = encoder, runs, 0
             cfg = train_config(args)
-            cfg.total_steps, cfg.start_steps, cfg.demos = 200 + args.cost_steps, 200, 0
+            # random steps first, then the same number with updates: the second progress line
+            # is the rate of the learning phase alone
+            cfg.total_steps, cfg.start_steps, cfg.demos = 2 * args.cost_steps, args.cost_steps, 0
             cfg.log_every, cfg.checkpoint_every = args.cost_steps, 10 * cfg.total_steps
             cfg.eval_every = 10 * cfg.total_steps
-            console = Console(record=True, quiet=True)
+            console = Console(record=True, file=io.StringIO(), width=1000)
             run(cfg, console=console)
             rates = re.findall(r"([\d.]+) env steps/s \| ([\d.]+) updates/s", console.export_text())
         steps_per_s, updates_per_s = (float(v) for v in rates[-1])
