@@ -27,20 +27,11 @@ from typing import Literal
 import tyro
 from rich.console import Console
 
-from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
 from robot_rl.rewards.labelers import RelabelOptions
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.runtime.observation_mode import ObservationMode
 
-LEARNER_AGENT = AgentConfig(
-    num_critics=2, critic_subsample=2, init_temperature=0.01, critic_actor_ratio=2
-)
-"""``robot-rl learner``'s default agent: only fields that differ from it are passed on. RLPD's
-LayerNorm critics, 2 of them, and one actor update per environment step (RLPD's own rhythm: at
-UTD 2, every second critic update). That runs 7.1x the updates/s of 10 critics with an actor
-update every critic update (benchmarks/main_job_learner.py, same load), so that with the ratio
-held the main job ends within minutes: pick_cube reached 90% (last 20 episodes) at 2,200 steps
-and 100% over 50 evaluation episodes at 6,000."""
 LEARNER_BATCH_SIZE, LEARNER_UTD_RATIO = 256, 2
 UP_TOTAL_STEPS = 4_000
 

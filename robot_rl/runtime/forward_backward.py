@@ -28,7 +28,7 @@ import jax
 import numpy as np
 from rich.console import Console
 
-from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.mixing import MixedSampler
 from robot_rl.data.replay import ReplayBuffer
@@ -83,11 +83,7 @@ class ForwardBackwardConfig:
     and on Ctrl-C); the scene starts from a fresh reset."""
     stop_at_success: float | None = None
     """Stop early once an evaluation of both directions reaches this success rate."""
-    agent: AgentConfig = field(
-        default_factory=lambda: AgentConfig(
-            num_critics=10, critic_subsample=2, init_temperature=0.01
-        )
-    )
+    agent: AgentConfig = field(default_factory=lambda: TRAIN_AGENT)
     """Both agents: RLPD's ensemble with SERL's initial temperature, as `robot-rl train`."""
 
     @property

@@ -35,7 +35,7 @@ from robot_rl.agents.checkpoint import (
     restore_agent,
     save_checkpoint,
 )
-from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
 from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent, encoder_metadata
 from robot_rl.data.replay import ReplayBuffer
@@ -116,14 +116,9 @@ class LearnerConfig(ObservationMode):
     """The hardware file of the robot the actors run on (`up robot` passes it): checkpoints
     record backend 'robot' and this file, so `robot-rl eval` does not take them for twin runs.
     None: the actors run on the twin (`up sim`); a resumed run keeps its checkpoint's."""
-    agent: AgentConfig = field(
-        default_factory=lambda: AgentConfig(
-            num_critics=2, critic_subsample=2, init_temperature=0.01, critic_actor_ratio=2
-        )
-    )
-    """The agent: RLPD with 2 critics and an actor update per env step (`robot-rl train`
-    keeps 10 critics); 7x the updates/s, so that the ratio holds without a slow stack
-    (robot_rl/commands/up.py's LEARNER_AGENT says what it was measured at)."""
+    agent: AgentConfig = field(default_factory=lambda: LEARNER_AGENT)
+    """The agent: RLPD with 2 critics and an actor update per env step (`robot-rl train` keeps
+    10 critics); agents/config.py's LEARNER_AGENT says why and what it was measured at."""
 
     def resolved(self) -> LearnerConfig:
         recipe = RECIPES.get(self.task, FALLBACK)

@@ -23,7 +23,7 @@ from robot_rl.agents.checkpoint import (
     restore_agent,
     save_checkpoint,
 )
-from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
 from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent, encoder_metadata
 from robot_rl.agents.sac import SACAgent
@@ -113,13 +113,9 @@ class TrainConfig(ObservationMode):
     interventions: Literal["off", "sim", "ros"] = "off"
     """Operator takeovers while training: 'sim' is the twin's simulated human (scripted expert),
     'ros' an operator on the /teleop/twist and /teleop/joy topics (any teleop node)."""
-    agent: AgentConfig = field(
-        default_factory=lambda: AgentConfig(
-            num_critics=10, critic_subsample=2, init_temperature=0.01
-        )
-    )
+    agent: AgentConfig = field(default_factory=lambda: TRAIN_AGENT)
     """The agent: RLPD's ensemble (10 critics, min over 2) with SERL's initial temperature 0.01,
-    which suits rewards of about 1 per step."""
+    which suits rewards of about 1 per step (agents/config.py's TRAIN_AGENT)."""
 
     def validate(self) -> None:
         for name in ("total_steps", "demos", "start_steps"):
