@@ -72,7 +72,7 @@ def test_train_refuses_bad_input_with_a_clear_message(tmp_path):
 
 def test_eval_without_a_checkpoint_is_a_clear_error(tmp_path):
     result = run(["eval", "--checkpoint", str(tmp_path / "none")])
-    assert result.returncode == 2 and "no checkpoint" in result.stdout
+    assert result.returncode == 2 and "no checkpoint" in result.stderr  # a UserError: one line
 
 
 def test_train_from_pixels_with_a_frozen_trunk_through_the_embedding_cache(tmp_path):
