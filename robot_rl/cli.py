@@ -159,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as err:  # --help, a bad option, or a command that calls sys.exit
         return _exit_code(err)
     except UserError as err:  # bad input: one line, no traceback (robot_rl/errors.py)
-        print(f"{PROG} {name}: error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
         return 2
 
 

@@ -2,7 +2,7 @@
 
 A command that meets bad input (a missing file, a wrong option, a checkpoint of another shape)
 raises a ``UserError`` subclass with a one-line message; ``robot_rl.cli.main`` prints it as
-``robot-rl <command>: error: <message>`` and exits 2, with no traceback. Anything else is a bug
+``error: <message>`` on stderr and exits 2, with no traceback. Anything else is a bug
 and keeps its traceback. It subclasses ``ValueError`` so that callers that already catch bad
 values keep working.
 """

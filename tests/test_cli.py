@@ -151,6 +151,6 @@ def test_a_user_error_is_one_line_on_stderr_and_exit_2(tmp_path):
     proc = robot_rl("convert-encoder", str(tmp_path / "no.pkl"), str(tmp_path / "out.bin"))
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"robot-rl convert-encoder: error: {tmp_path / 'out.bin'} must end in .safetensors"
+        f"error: {tmp_path / 'out.bin'} must end in .safetensors"
     ]
     assert "Traceback" not in proc.stdout + proc.stderr

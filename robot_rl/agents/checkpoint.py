@@ -22,7 +22,6 @@ import numpy as np
 from flax import serialization
 
 from robot_rl.agents.config import AgentConfig
-from robot_rl.errors import UserError
 
 AGENT_FILE = "agent.msgpack"
 CONFIG_FILE = "config.json"
@@ -30,8 +29,9 @@ META_FILE = "meta.json"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
-class CheckpointError(UserError, RuntimeError):
-    pass
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, damaged or of another shape: each command decides its exit
+    code (a damaged file is 1 for the learner, bad input 2 elsewhere)."""
 
 
 def _fsync_dir(path: Path) -> None:
