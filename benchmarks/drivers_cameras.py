@@ -38,9 +38,12 @@ def _summary(values: list[float]) -> dict:
     if not values:
         return {"n": 0}
     ms = np.asarray(values) * 1000.0
-    return {"n": len(values), "median_ms": round(float(np.median(ms)), 3),
-            "p95_ms": round(float(np.percentile(ms, 95)), 3),
-            "max_ms": round(float(ms.max()), 3)}
+    return {
+        "n": len(values),
+        "median_ms": round(float(np.median(ms)), 3),
+        "p95_ms": round(float(np.percentile(ms, 95)), 3),
+        "max_ms": round(float(ms.max()), 3),
+    }
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -70,10 +73,16 @@ def realsense_worker(serial: str, namespace: str, seconds: float, warmup: float)
 
     rclpy.init()
     camera = SoftwareRealSense(serial, 640, 480, 30)
-    node = TimedNode(devices=lambda: [camera.device], namespace=namespace, parameter_overrides=[
-        Parameter("serial", value=serial), Parameter("crop", value=CROP),
-        Parameter("resize", value=RESIZE), Parameter("autostart", value=False),
-    ])
+    node = TimedNode(
+        devices=lambda: [camera.device],
+        namespace=namespace,
+        parameter_overrides=[
+            Parameter("serial", value=serial),
+            Parameter("crop", value=CROP),
+            Parameter("resize", value=RESIZE),
+            Parameter("autostart", value=False),
+        ],
+    )
     if not node.start():
         raise SystemExit("the RealSense node did not start")
     executor = SingleThreadedExecutor()
@@ -113,15 +122,21 @@ def realsense_worker(serial: str, namespace: str, seconds: float, warmup: float)
     node.destroy_node()
     rclpy.try_shutdown()
     feeder_share = (feeder_cpu[1] - feeder_cpu[0]) / wall
-    print(json.dumps({
-        "benchmark": "realsense_node", "namespace": namespace,
-        "stream": "640x480 rgb8 30 Hz -> crop 480x480 -> 128x128",
-        "published_hz": round(published / wall, 2),
-        "frame_to_publication": _summary(latencies),
-        "cpu_share_process": round(cpu / wall, 4),
-        "cpu_share_feeder_thread": round(feeder_share, 4),
-        "cpu_share_node": round(cpu / wall - feeder_share, 4),
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "benchmark": "realsense_node",
+                "namespace": namespace,
+                "stream": "640x480 rgb8 30 Hz -> crop 480x480 -> 128x128",
+                "published_hz": round(published / wall, 2),
+                "frame_to_publication": _summary(latencies),
+                "cpu_share_process": round(cpu / wall, 4),
+                "cpu_share_feeder_thread": round(feeder_share, 4),
+                "cpu_share_node": round(cpu / wall - feeder_share, 4),
+            }
+        ),
+        flush=True,
+    )
 
 
 def _own_cpu() -> float:
@@ -145,8 +160,7 @@ class Probe:
         self.latency: dict[str, list[float]] = {ns: [] for ns in namespaces}
         self.measuring = False
         for ns in namespaces:
-            self.node.create_subscription(Image, f"{ns}/image_raw", self._record(ns),
-                                          sensor_qos())
+            self.node.create_subscription(Image, f"{ns}/image_raw", self._record(ns), sensor_qos())
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         threading.Thread(target=self.executor.spin, daemon=True).start()
@@ -156,6 +170,7 @@ class Probe:
             if self.measuring:
                 stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
                 self.latency[namespace].append(time.time() - stamp)
+
         return record
 
     def close(self) -> None:
@@ -167,9 +182,14 @@ class Probe:
 def _spawn(args: list[str], log: Path) -> subprocess.Popen:
     """A child whose stdout (its JSON line) comes back through a pipe, its log to a file."""
     with open(log, "w") as err:
-        return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=err,
-                                text=True, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return subprocess.Popen(
+            [sys.executable, *args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
 
 
 def run_realsense(seconds: float, workdir: Path) -> None:
@@ -177,10 +197,21 @@ def run_realsense(seconds: float, workdir: Path) -> None:
     probe = Probe(namespaces)
     warmup = 5.0
     workers = [
-        _spawn([__file__, "--worker", f"{serial}:{ns}", "--seconds", str(seconds),
-                "--warmup", str(warmup)], workdir / f"realsense{i}.log")
-        for i, (serial, ns) in enumerate(zip(["800000000001", "800000000002"], namespaces,
-                                             strict=True))
+        _spawn(
+            [
+                __file__,
+                "--worker",
+                f"{serial}:{ns}",
+                "--seconds",
+                str(seconds),
+                "--warmup",
+                str(warmup),
+            ],
+            workdir / f"realsense{i}.log",
+        )
+        for i, (serial, ns) in enumerate(
+            zip(["800000000001", "800000000002"], namespaces, strict=True)
+        )
     ]
     time.sleep(warmup + 1.0)
     probe.measuring = True
@@ -210,10 +241,24 @@ def run_opencv(seconds: float, workdir: Path) -> None:
     video = workdir / "camera.avi"
     _write_video(video)
     probe = Probe(["/uvc_cam"])
-    node = _spawn(["-m", "robot_rl.drivers.cameras.opencv_camera", "--ros-args",
-                   "-r", "__ns:=/uvc_cam", "-p", f"source:={video}", "-p", "loop:=true",
-                   "-p", f"crop:={CROP}".replace(" ", ""),
-                   "-p", f"resize:={RESIZE}".replace(" ", "")], workdir / "opencv.log")
+    node = _spawn(
+        [
+            "-m",
+            "robot_rl.drivers.cameras.opencv_camera",
+            "--ros-args",
+            "-r",
+            "__ns:=/uvc_cam",
+            "-p",
+            f"source:={video}",
+            "-p",
+            "loop:=true",
+            "-p",
+            f"crop:={CROP}".replace(" ", ""),
+            "-p",
+            f"resize:={RESIZE}".replace(" ", ""),
+        ],
+        workdir / "opencv.log",
+    )
     try:
         time.sleep(5.0)
         cpu0, wall0 = _cpu_seconds(node.pid), time.monotonic()
@@ -225,13 +270,19 @@ def run_opencv(seconds: float, workdir: Path) -> None:
         node.send_signal(signal.SIGINT)
         node.wait(timeout=30)
         probe.close()
-    print(json.dumps({
-        "benchmark": "opencv_camera_node", "namespace": "/uvc_cam",
-        "stream": "640x480 MJPG file at 30 Hz -> crop 480x480 -> 128x128",
-        "delivered_hz": round(len(probe.latency["/uvc_cam"]) / wall, 2),
-        "frame_to_delivery": _summary(probe.latency["/uvc_cam"]),
-        "cpu_share_process": round(cpu / wall, 4),
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "benchmark": "opencv_camera_node",
+                "namespace": "/uvc_cam",
+                "stream": "640x480 MJPG file at 30 Hz -> crop 480x480 -> 128x128",
+                "delivered_hz": round(len(probe.latency["/uvc_cam"]) / wall, 2),
+                "frame_to_delivery": _summary(probe.latency["/uvc_cam"]),
+                "cpu_share_process": round(cpu / wall, 4),
+            }
+        ),
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -244,8 +295,16 @@ def main() -> None:
         serial, namespace = args.worker.split(":")
         realsense_worker(serial, namespace, args.seconds, args.warmup)
         return
-    print(json.dumps({"benchmark": "machine", "cpus": os.cpu_count(),
-                      "load_1min": round(os.getloadavg()[0], 2)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "benchmark": "machine",
+                "cpus": os.cpu_count(),
+                "load_1min": round(os.getloadavg()[0], 2),
+            }
+        ),
+        flush=True,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         run_realsense(args.seconds, Path(tmp))
         run_opencv(args.seconds, Path(tmp))

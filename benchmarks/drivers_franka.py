@@ -52,9 +52,11 @@ def moved_at(arm, since: float, origin: np.ndarray, distance: float, timeout: fl
 
     def first():
         with arm._lock:
-            hits = [t for t, p in arm.poses if t >= since and np.linalg.norm(p - origin)
-                    >= distance]
+            hits = [
+                t for t, p in arm.poses if t >= since and np.linalg.norm(p - origin) >= distance
+            ]
         return hits[0] if hits else None
+
     return wait_for(first, 60.0, "the arm to move")
 
 
@@ -75,6 +77,7 @@ def still_from(arm, since: float, window: float = 0.2, tolerance: float = 0.001)
             if np.ptp(points[inside], axis=0).max() < tolerance:
                 return float(times[i])
         return None
+
     return wait_for(find, 60.0, "the arm to stand still", interval=0.1)
 
 
@@ -87,9 +90,10 @@ def go_to(arm, pos) -> np.ndarray:
 def measure_rates(arm, seconds: float) -> None:
     before = dict(arm.counts)
     time.sleep(seconds)
-    rates = {name: round((arm.counts.get(name, 0) - before.get(name, 0)) / seconds, 1)
-             for name in ("joint_states", "ee_pose", "ee_twist", "ee_wrench",
-                          "gripper/joint_states")}
+    rates = {
+        name: round((arm.counts.get(name, 0) - before.get(name, 0)) / seconds, 1)
+        for name in ("joint_states", "ee_pose", "ee_twist", "ee_wrench", "gripper/joint_states")
+    }
     emit(figure="state_rate_hz", seconds=seconds, **rates)
 
 
@@ -103,8 +107,13 @@ def measure_latency(arm, repeats: int) -> None:
         moved = moved_at(arm, sent, start, 0.0005, 60.0)
         arm.stop_stream()
         latencies.append(1000 * (moved - sent))
-    emit(figure="command_to_motion_ms", p50=round(float(np.median(latencies)), 1),
-         max=round(float(np.max(latencies)), 1), repeats=repeats, threshold_mm=0.5)
+    emit(
+        figure="command_to_motion_ms",
+        p50=round(float(np.median(latencies)), 1),
+        max=round(float(np.max(latencies)), 1),
+        repeats=repeats,
+        threshold_mm=0.5,
+    )
 
 
 def measure_tracking(arm, seconds: float) -> None:
@@ -122,8 +131,9 @@ def measure_tracking(arm, seconds: float) -> None:
     with arm._lock:
         samples = [(t, p) for t, p in arm.poses if start + 1.0 <= t <= start + seconds]
     times = np.array([t for t, _ in commanded])
-    errors = [np.linalg.norm(p - commanded[max(0, np.searchsorted(times, t) - 1)][1])
-              for t, p in samples]
+    errors = [
+        np.linalg.norm(p - commanded[max(0, np.searchsorted(times, t) - 1)][1]) for t, p in samples
+    ]
     errors_mm = 1000 * np.asarray(errors)
     step_start = go_to(arm, [0.5, -0.05, 0.4])
     goal = step_start + np.array([0.0, 0.1, 0.0])
@@ -134,11 +144,17 @@ def measure_tracking(arm, seconds: float) -> None:
     time.sleep(3.0)
     settled = 1000 * float(np.linalg.norm(arm.position() - goal))
     arm.stop_stream()
-    emit(figure="tracking", sine_amplitude_mm=50, sine_period_s=4.0, command_hz=10,
-         rms_mm=round(float(np.sqrt(np.mean(errors_mm ** 2))), 2),
-         p95_mm=round(float(np.percentile(errors_mm, 95)), 2),
-         step_mm=100, step_to_6mm_ms=round(1000 * (reached - sent)),
-         step_settled_error_mm=round(settled, 2))
+    emit(
+        figure="tracking",
+        sine_amplitude_mm=50,
+        sine_period_s=4.0,
+        command_hz=10,
+        rms_mm=round(float(np.sqrt(np.mean(errors_mm**2))), 2),
+        p95_mm=round(float(np.percentile(errors_mm, 95)), 2),
+        step_mm=100,
+        step_to_6mm_ms=round(1000 * (reached - sent)),
+        step_settled_error_mm=round(settled, 2),
+    )
 
 
 def measure_stops(arm, watchdog_timeout: float) -> None:
@@ -157,10 +173,17 @@ def measure_stops(arm, watchdog_timeout: float) -> None:
         if kind == "estop":
             arm.stop_stream()
             arm.estop(False)
-        extra = ({"watchdog_timeout_ms": round(1000 * watchdog_timeout)} if kind == "watchdog"
-                 else {"bound_ms": 100, "within_bound": bool(still - trigger <= 0.1)})
-        emit(figure=f"{kind}_stop", stop_ms=round(1000 * (still - trigger)),
-             travel_after_mm=round(went, 1), **extra)
+        extra = (
+            {"watchdog_timeout_ms": round(1000 * watchdog_timeout)}
+            if kind == "watchdog"
+            else {"bound_ms": 100, "within_bound": bool(still - trigger <= 0.1)}
+        )
+        emit(
+            figure=f"{kind}_stop",
+            stop_ms=round(1000 * (still - trigger)),
+            travel_after_mm=round(went, 1),
+            **extra,
+        )
 
 
 def main() -> None:
@@ -177,13 +200,21 @@ def main() -> None:
     host = loopback_host(2)
     peer = Peer(host, logs / "peer.log")
     peer.start()
-    driver = Driver(logs / "driver.log", robot_ip=host, watchdog_timeout=watchdog_timeout,
-                    command_max_age=1.0, workspace_min=[0.3, -0.2, 0.2],
-                    workspace_max=[0.7, 0.2, 0.6])
+    driver = Driver(
+        logs / "driver.log",
+        robot_ip=host,
+        watchdog_timeout=watchdog_timeout,
+        command_max_age=1.0,
+        workspace_min=[0.3, -0.2, 0.2],
+        workspace_max=[0.7, 0.2, 0.6],
+    )
     arm = ArmClient()
     try:
-        wait_for(lambda: arm.driver_status().get("motion_enabled") == "True", 120.0,
-                 "the driver to become active")
+        wait_for(
+            lambda: arm.driver_status().get("motion_enabled") == "True",
+            120.0,
+            "the driver to become active",
+        )
         cpu_start = {"driver": cpu_seconds(driver.popen.pid), "peer": cpu_seconds(peer.popen.pid)}
         wall_start, sim_start = time.monotonic(), peer.status()["sim_time"]
         measure_rates(arm, 3.0 if args.quick else 10.0)
@@ -191,13 +222,19 @@ def main() -> None:
         measure_tracking(arm, 8.0)
         measure_stops(arm, watchdog_timeout)
         elapsed = time.monotonic() - wall_start
-        emit(figure="sim_real_time_factor", seconds=round(elapsed, 1),
-             value=round((peer.status()["sim_time"] - sim_start) / elapsed, 3))
-        emit(figure="cpu_percent_of_one_core", seconds=round(elapsed, 1),
-             driver=round(100 * (cpu_seconds(driver.popen.pid) - cpu_start["driver"]) / elapsed,
-                          1),
-             peer=round(100 * (cpu_seconds(peer.popen.pid) - cpu_start["peer"]) / elapsed, 1),
-             cores=os.cpu_count(), load_average_1min=round(os.getloadavg()[0], 2))
+        emit(
+            figure="sim_real_time_factor",
+            seconds=round(elapsed, 1),
+            value=round((peer.status()["sim_time"] - sim_start) / elapsed, 3),
+        )
+        emit(
+            figure="cpu_percent_of_one_core",
+            seconds=round(elapsed, 1),
+            driver=round(100 * (cpu_seconds(driver.popen.pid) - cpu_start["driver"]) / elapsed, 1),
+            peer=round(100 * (cpu_seconds(peer.popen.pid) - cpu_start["peer"]) / elapsed, 1),
+            cores=os.cpu_count(),
+            load_average_1min=round(os.getloadavg()[0], 2),
+        )
     finally:
         arm.close()
         driver.stop()

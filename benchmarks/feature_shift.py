@@ -22,23 +22,46 @@ def run(seed: int, steps: int, shift: bool, batch_size: int, eval_episodes: int)
     from robot_rl.runtime.train_loop import TrainConfig, train
 
     cache_module.MIN_SHIFT_CELLS = 8 if shift else 10**6  # 10**6: no map is ever shifted
-    agent = AgentConfig(num_critics=10, critic_subsample=2, init_temperature=0.01,
-                        encoder="conv", encoder_frozen=True)
+    agent = AgentConfig(
+        num_critics=10,
+        critic_subsample=2,
+        init_temperature=0.01,
+        encoder="conv",
+        encoder_frozen=True,
+    )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as run_dir:
-        summary = train(TrainConfig(
-            task="pick_cube", cameras=("front", "wrist"), image_size=64, seed=seed,
-            total_steps=steps, batch_size=batch_size, eval_every=max(steps // 4, 1),
-            eval_episodes=eval_episodes, checkpoint_every=steps, log_every=max(steps // 4, 1),
-            run_dir=run_dir, agent=agent))
+        summary = train(
+            TrainConfig(
+                task="pick_cube",
+                cameras=("front", "wrist"),
+                image_size=64,
+                seed=seed,
+                total_steps=steps,
+                batch_size=batch_size,
+                eval_every=max(steps // 4, 1),
+                eval_episodes=eval_episodes,
+                checkpoint_every=steps,
+                log_every=max(steps // 4, 1),
+                run_dir=run_dir,
+                agent=agent,
+            )
+        )
         with open(f"{run_dir}/{EVAL_FILE}") as f:
             curve = [json.loads(line) for line in f]
-    return {"benchmark": "feature_shift", "task": "pick_cube", "cameras": "front+wrist 64px",
-            "encoder": "conv frozen (random), embedding cache", "feature_shift": shift,
-            "seed": seed, "steps": steps, "batch_size": batch_size,
-            "success_curve": [(e["step"], e["success_rate"]) for e in curve],
-            "final_success": summary["final_eval"]["success_rate"],
-            "wall_seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "benchmark": "feature_shift",
+        "task": "pick_cube",
+        "cameras": "front+wrist 64px",
+        "encoder": "conv frozen (random), embedding cache",
+        "feature_shift": shift,
+        "seed": seed,
+        "steps": steps,
+        "batch_size": batch_size,
+        "success_curve": [(e["step"], e["success_rate"]) for e in curve],
+        "final_success": summary["final_eval"]["success_rate"],
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def main() -> None:

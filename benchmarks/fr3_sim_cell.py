@@ -60,8 +60,11 @@ def main() -> None:
     from robot_rl.ros.convert import from_stamp
 
     logs = Path(tempfile.mkdtemp(prefix="fr3_cell_bench"))
-    processes = CellProcesses(cell_hardware(loopback_host(37), logs), logs,
-                              only=("fr3_cell", "franka_driver", "front_camera", "wrist_camera"))
+    processes = CellProcesses(
+        cell_hardware(loopback_host(37), logs),
+        logs,
+        only=("fr3_cell", "franka_driver", "front_camera", "wrist_camera"),
+    )
     arm = ArmClient("/arm")
     world: dict[str, str] = {}
     frames: dict[str, list[tuple[float, float]]] = {"front": [], "wrist": []}
@@ -77,17 +80,22 @@ def main() -> None:
             age = time.time() - from_stamp(msg.header.stamp)
             with lock:
                 frames[camera].append((time.monotonic(), age))
+
         return keep
 
     from robot_rl.ros.qos import sensor_qos
 
     arm.node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 50)
     for camera in frames:
-        arm.node.create_subscription(Image, f"/{camera}_cam/image_raw", keeper(camera),
-                                     sensor_qos())
+        arm.node.create_subscription(
+            Image, f"/{camera}_cam/image_raw", keeper(camera), sensor_qos()
+        )
     try:
-        wait_for(lambda: arm.driver_status("/arm/franka_driver").get("motion_enabled") == "True",
-                 300.0, "the Franka node to become active")
+        wait_for(
+            lambda: arm.driver_status("/arm/franka_driver").get("motion_enabled") == "True",
+            300.0,
+            "the Franka node to become active",
+        )
         pids = {name: popen.pid for name, (popen, _) in processes.children.items()}
 
         def window(label: str, moving: bool) -> None:
@@ -103,20 +111,38 @@ def main() -> None:
                 time.sleep(args.seconds)
             elapsed = time.monotonic() - start
             steps = int(world.get("steps", 0)) - steps0
-            print(json.dumps({"figure": "realtime_factor", "window": label,
-                              "value": round(steps * 1e-3 / elapsed, 3)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "figure": "realtime_factor",
+                        "window": label,
+                        "value": round(steps * 1e-3 / elapsed, 3),
+                    }
+                ),
+                flush=True,
+            )
             cpu = {n: round(100 * (tree_cpu(p) - cpu0[n]) / elapsed, 1) for n, p in pids.items()}
-            print(json.dumps({"figure": "cpu_percent_of_one_core", "window": label, **cpu}),
-                  flush=True)
+            print(
+                json.dumps({"figure": "cpu_percent_of_one_core", "window": label, **cpu}),
+                flush=True,
+            )
             with lock:
                 for camera, seen in frames.items():
                     recent = [age for t, age in seen if t >= start]
                     ages = np.array(recent) * 1e3 if recent else np.array([np.nan])
-                    print(json.dumps({"figure": "camera_hz", "window": label, "camera": camera,
-                                      "hz": round(len(recent) / elapsed, 2),
-                                      "age_ms_p50": round(float(np.median(ages)), 1),
-                                      "age_ms_p95": round(float(np.percentile(ages, 95)), 1)}),
-                          flush=True)
+                    print(
+                        json.dumps(
+                            {
+                                "figure": "camera_hz",
+                                "window": label,
+                                "camera": camera,
+                                "hz": round(len(recent) / elapsed, 2),
+                                "age_ms_p50": round(float(np.median(ages)), 1),
+                                "age_ms_p95": round(float(np.percentile(ages, 95)), 1),
+                            }
+                        ),
+                        flush=True,
+                    )
 
         window("idle", moving=False)
         window("following", moving=True)

@@ -38,16 +38,35 @@ def start_nodes(size: int) -> dict[str, subprocess.Popen]:
     env.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 101))
     commands = {"arm": ["arm_twin_node", "/arm", "-p", "speedup:=1.0"]}
     for camera in CAMERAS:
-        commands[f"{camera}_cam"] = ["camera_node", f"/{camera}_cam", "-p", f"camera:={camera}",
-                                     "-p", f"width:={size}", "-p", f"height:={size}",
-                                     "-p", "rate:=30.0"]
+        commands[f"{camera}_cam"] = [
+            "camera_node",
+            f"/{camera}_cam",
+            "-p",
+            f"camera:={camera}",
+            "-p",
+            f"width:={size}",
+            "-p",
+            f"height:={size}",
+            "-p",
+            "rate:=30.0",
+        ]
     procs = {}
     for name, (module, namespace, *params) in commands.items():
         procs[name] = subprocess.Popen(
-            [sys.executable, "-m", f"robot_rl.sim.nodes.{module}", "--ros-args",
-             "-r", f"__ns:={namespace}", *params],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                f"robot_rl.sim.nodes.{module}",
+                "--ros-args",
+                "-r",
+                f"__ns:={namespace}",
+                *params,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     return procs
 
 
@@ -95,25 +114,44 @@ def main() -> None:
             else:
                 ages.append(backend.now() - backend.reading_stamp)
         elapsed = time.monotonic() - wall_start
-        cpu = {name: round(100 * (cpu_seconds(p.pid) - cpu_start[name]) / elapsed, 1)
-               for name, p in procs.items()}
+        cpu = {
+            name: round(100 * (cpu_seconds(p.pid) - cpu_start[name]) / elapsed, 1)
+            for name, p in procs.items()
+        }
         periods = np.diff(returns)
         ages_ms = 1000 * np.asarray(ages)
         # ages are read on /clock, which ticks at the physics node's 50 Hz: 20 ms resolution
-        base = {"cameras": len(CAMERAS), "image_size": args.image_size, "camera_hz": 30.0,
-                "clock_resolution_ms": 20.0}
+        base = {
+            "cameras": len(CAMERAS),
+            "image_size": args.image_size,
+            "camera_hz": 30.0,
+            "clock_resolution_ms": 20.0,
+        }
         lines = [
-            {"figure": "camera_to_observation_ms", **base,
-             "p50": round(float(np.percentile(ages_ms, 50)), 2),
-             "p99": round(float(np.percentile(ages_ms, 99)), 2), "samples": len(ages)},
-            {"figure": "control_loop", "target_hz": task.control_hz,
-             "achieved_hz": round(float(1 / periods.mean()), 3),
-             "period_std_ms": round(float(1000 * periods.std()), 2),
-             "period_p99_error_ms": round(float(
-                 1000 * np.percentile(np.abs(periods - 1 / task.control_hz), 99)), 2),
-             "steps": len(returns), "stale_steps": stale},
-            {"figure": "node_cpu_percent_of_one_core", **cpu, "total": round(sum(cpu.values()), 1),
-             "seconds": round(elapsed, 1)},
+            {
+                "figure": "camera_to_observation_ms",
+                **base,
+                "p50": round(float(np.percentile(ages_ms, 50)), 2),
+                "p99": round(float(np.percentile(ages_ms, 99)), 2),
+                "samples": len(ages),
+            },
+            {
+                "figure": "control_loop",
+                "target_hz": task.control_hz,
+                "achieved_hz": round(float(1 / periods.mean()), 3),
+                "period_std_ms": round(float(1000 * periods.std()), 2),
+                "period_p99_error_ms": round(
+                    float(1000 * np.percentile(np.abs(periods - 1 / task.control_hz), 99)), 2
+                ),
+                "steps": len(returns),
+                "stale_steps": stale,
+            },
+            {
+                "figure": "node_cpu_percent_of_one_core",
+                **cpu,
+                "total": round(sum(cpu.values()), 1),
+                "seconds": round(elapsed, 1),
+            },
         ]
         for line in lines:
             print(json.dumps(line), flush=True)

@@ -80,8 +80,9 @@ def _gamepad_opener(t0: float, report_hz: float, stop: threading.Event):
             if wait > 0:
                 time.sleep(wait)
             value = -100 * (k % WRAP)
-            os.write(fd, pack_event(EV_ABS, ecodes.ABS_Y, value)
-                     + pack_event(EV_SYN, SYN_REPORT, 0))
+            os.write(
+                fd, pack_event(EV_ABS, ecodes.ABS_Y, value) + pack_event(EV_SYN, SYN_REPORT, 0)
+            )
             k = max(k + 1, math.floor((time.monotonic() - t0) * report_hz))
 
     def opener(config):
@@ -143,15 +144,31 @@ def measure(device: str, seconds: float, report_hz: float) -> dict:
     context = Context()
     rclpy.init(context=context)
     node = rclpy.create_node("teleop_benchmark", context=context)
-    node.create_subscription(TwistStamped, TWIST_TOPIC,
-                             lambda m: arrivals.append((time.monotonic(), m.twist.linear.x)),
-                             teleop_qos())
+    node.create_subscription(
+        TwistStamped,
+        TWIST_TOPIC,
+        lambda m: arrivals.append((time.monotonic(), m.twist.linear.x)),
+        teleop_qos(),
+    )
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     t0 = time.monotonic() + 3.0  # the child's first report is due once it has started
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", device, "--t0", repr(t0), "--report-hz",
-         str(report_hz), "--seconds", str(seconds)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            device,
+            "--t0",
+            repr(t0),
+            "--report-hz",
+            str(report_hz),
+            "--seconds",
+            str(seconds),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         while proc.poll() is None:
             executor.spin_once(timeout_sec=0.05)
@@ -171,7 +188,9 @@ def measure(device: str, seconds: float, report_hz: float) -> dict:
         latencies.append(arrival - (t0 + k / report_hz))
     lat = np.array(latencies) * 1e3
     return {
-        "benchmark": "teleop_driver", "device": device, "report_hz": report_hz,
+        "benchmark": "teleop_driver",
+        "device": device,
+        "report_hz": report_hz,
         "messages": len(lat),
         "latency_ms_mean": round(float(lat.mean()), 2) if len(lat) else None,
         "latency_ms_p50": round(float(np.percentile(lat, 50)), 2) if len(lat) else None,
@@ -182,8 +201,9 @@ def measure(device: str, seconds: float, report_hz: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", nargs="+", default=["spacemouse", "gamepad"],
-                        choices=["spacemouse", "gamepad"])
+    parser.add_argument(
+        "--devices", nargs="+", default=["spacemouse", "gamepad"], choices=["spacemouse", "gamepad"]
+    )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--report-hz", type=float, default=125.0)
     parser.add_argument("--child", choices=["spacemouse", "gamepad"], help=argparse.SUPPRESS)

@@ -12,8 +12,9 @@ FUTURE_TOLERANCE_S = 0.05
 """How far ahead of the node's clock a stamp may be (clock skew between two processes)."""
 
 
-def stale_reason(stamp: float, now: float, max_age: float,
-                 future_tolerance: float = FUTURE_TOLERANCE_S) -> str | None:
+def stale_reason(
+    stamp: float, now: float, max_age: float, future_tolerance: float = FUTURE_TOLERANCE_S
+) -> str | None:
     """Why a command stamped ``stamp`` (seconds) must not run at ``now``, or None if it may.
 
     A stamp of 0 (unstamped), one older than ``max_age`` and one more than

@@ -34,6 +34,4 @@ def param(default: Any, description: str, check: Check | None = None) -> Any:
     """A config field that is also a ROS 2 parameter. Lists are stored as tuples."""
     if isinstance(default, list):
         default = tuple(default)
-    return dataclasses.field(
-        default=default, metadata={"description": description, "check": check}
-    )
+    return dataclasses.field(default=default, metadata={"description": description, "check": check})

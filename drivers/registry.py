@@ -38,37 +38,99 @@ class DeviceType:
 DEVICES: dict[str, DeviceType] = {
     d.name: d
     for d in (
-        DeviceType("franka", "arm", "robot-rl-franka", "robot_rl.drivers.arms.franka",
-                   "Franka FR3/Panda over libfranka (franky): Cartesian impedance, watchdog"),
-        DeviceType("realsense", "camera", "robot-rl-realsense",
-                   "robot_rl.drivers.cameras.realsense", "Intel RealSense through pyrealsense2"),
-        DeviceType("opencv_camera", "camera", "robot-rl-camera",
-                   "robot_rl.drivers.cameras.opencv_camera",
-                   "UVC camera, video file or GStreamer pipeline through cv2.VideoCapture"),
-        DeviceType("spacemouse", "teleop", "robot-rl-spacemouse",
-                   "robot_rl.drivers.teleop.spacemouse", "3Dconnexion SpaceMouse over HID"),
-        DeviceType("gamepad", "teleop", "robot-rl-gamepad", "robot_rl.drivers.teleop.gamepad",
-                   "gamepad over evdev"),
-        DeviceType("keyboard", "teleop", "robot-rl-keyboard-teleop",
-                   "robot_rl.drivers.teleop.keyboard", "terminal keyboard"),
-        DeviceType("vesc", "car", "robot-rl-vesc", "robot_rl.drivers.car.vesc",
-                   "VESC motor controller over serial: motor, steering servo, odometry, IMU"),
-        DeviceType("realsense_imu", "car", "robot-rl-realsense-imu",
-                   "robot_rl.drivers.car.realsense_imu",
-                   "RealSense D435i/D455 IMU (gyro + accelerometer) as sensor_msgs/Imu"),
+        DeviceType(
+            "franka",
+            "arm",
+            "robot-rl-franka",
+            "robot_rl.drivers.arms.franka",
+            "Franka FR3/Panda over libfranka (franky): Cartesian impedance, watchdog",
+        ),
+        DeviceType(
+            "realsense",
+            "camera",
+            "robot-rl-realsense",
+            "robot_rl.drivers.cameras.realsense",
+            "Intel RealSense through pyrealsense2",
+        ),
+        DeviceType(
+            "opencv_camera",
+            "camera",
+            "robot-rl-camera",
+            "robot_rl.drivers.cameras.opencv_camera",
+            "UVC camera, video file or GStreamer pipeline through cv2.VideoCapture",
+        ),
+        DeviceType(
+            "spacemouse",
+            "teleop",
+            "robot-rl-spacemouse",
+            "robot_rl.drivers.teleop.spacemouse",
+            "3Dconnexion SpaceMouse over HID",
+        ),
+        DeviceType(
+            "gamepad",
+            "teleop",
+            "robot-rl-gamepad",
+            "robot_rl.drivers.teleop.gamepad",
+            "gamepad over evdev",
+        ),
+        DeviceType(
+            "keyboard",
+            "teleop",
+            "robot-rl-keyboard-teleop",
+            "robot_rl.drivers.teleop.keyboard",
+            "terminal keyboard",
+        ),
+        DeviceType(
+            "vesc",
+            "car",
+            "robot-rl-vesc",
+            "robot_rl.drivers.car.vesc",
+            "VESC motor controller over serial: motor, steering servo, odometry, IMU",
+        ),
+        DeviceType(
+            "realsense_imu",
+            "car",
+            "robot-rl-realsense-imu",
+            "robot_rl.drivers.car.realsense_imu",
+            "RealSense D435i/D455 IMU (gyro + accelerometer) as sensor_msgs/Imu",
+        ),
         # the simulated FR3 cell (sim/cells): one executable, its part chosen by `part`
-        DeviceType("fr3_sim_cell", "arm", "robot-rl-fr3-sim-cell", "robot_rl.sim.cells.fr3_cell",
-                   "simulated FR3 cell's world: franky-sim (libfranka protocol on loopback)"),
-        DeviceType("fr3_sim_camera", "camera", "robot-rl-fr3-sim-cell",
-                   "robot_rl.sim.cells.cell_camera", "a camera of the simulated FR3 cell"),
-        DeviceType("fr3_sim_human", "teleop", "robot-rl-fr3-sim-cell",
-                   "robot_rl.sim.cells.cell_human",
-                   "the simulated FR3 cell's operator, on the SpaceMouse's topics"),
+        DeviceType(
+            "fr3_sim_cell",
+            "arm",
+            "robot-rl-fr3-sim-cell",
+            "robot_rl.sim.cells.fr3_cell",
+            "simulated FR3 cell's world: franky-sim (libfranka protocol on loopback)",
+        ),
+        DeviceType(
+            "fr3_sim_camera",
+            "camera",
+            "robot-rl-fr3-sim-cell",
+            "robot_rl.sim.cells.cell_camera",
+            "a camera of the simulated FR3 cell",
+        ),
+        DeviceType(
+            "fr3_sim_human",
+            "teleop",
+            "robot-rl-fr3-sim-cell",
+            "robot_rl.sim.cells.cell_human",
+            "the simulated FR3 cell's operator, on the SpaceMouse's topics",
+        ),
         # the simulated car cell (sim/cells): the car twin behind a VESC on a pty
-        DeviceType("car_sim_cell", "car", "robot-rl-car-sim-cell", "robot_rl.sim.cells.car_cell",
-                   "simulated car cell's world: the car twin answering as a VESC on a pty"),
-        DeviceType("car_sim_camera", "camera", "robot-rl-car-sim-cell",
-                   "robot_rl.sim.cells.car_camera", "the simulated car's forward camera"),
+        DeviceType(
+            "car_sim_cell",
+            "car",
+            "robot-rl-car-sim-cell",
+            "robot_rl.sim.cells.car_cell",
+            "simulated car cell's world: the car twin answering as a VESC on a pty",
+        ),
+        DeviceType(
+            "car_sim_camera",
+            "camera",
+            "robot-rl-car-sim-cell",
+            "robot_rl.sim.cells.car_camera",
+            "the simulated car's forward camera",
+        ),
     )
 }
 
@@ -77,8 +139,9 @@ def device_type(name: str) -> DeviceType:
     try:
         return DEVICES[name]
     except KeyError:
-        raise KeyError(f"unknown device type {name!r}; known: {', '.join(sorted(DEVICES))}") \
-            from None
+        raise KeyError(
+            f"unknown device type {name!r}; known: {', '.join(sorted(DEVICES))}"
+        ) from None
 
 
 def by_executable(executable: str) -> DeviceType | None:

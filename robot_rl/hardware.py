@@ -61,20 +61,31 @@ class Hardware:
 
     def check_task(self, task) -> None:
         if task.robot != self.robot_kind:
-            raise HardwareError(f"{self.path}: task {task.name!r} needs a {task.robot}, this "
-                                f"setup is a {self.robot_kind}")
+            raise HardwareError(
+                f"{self.path}: task {task.name!r} needs a {task.robot}, this "
+                f"setup is a {self.robot_kind}"
+            )
         missing = [c for c in task.cameras if c not in self.cameras]
         if missing:
-            raise HardwareError(f"{self.path}: the run observes cameras {missing} that no "
-                                f"camera node serves (it has {sorted(self.cameras)})")
+            raise HardwareError(
+                f"{self.path}: the run observes cameras {missing} that no "
+                f"camera node serves (it has {sorted(self.cameras)})"
+            )
 
     def processes(self):
         from robot_rl.stack import ProcessSpec
 
-        return [ProcessSpec(name=n.name, role=n.role, executable=n.executable,
-                            namespace=n.namespace, parameters=dict(n.parameters),
-                            respawn=n.respawn)
-                for n in self.nodes]
+        return [
+            ProcessSpec(
+                name=n.name,
+                role=n.role,
+                executable=n.executable,
+                namespace=n.namespace,
+                parameters=dict(n.parameters),
+                respawn=n.respawn,
+            )
+            for n in self.nodes
+        ]
 
     def actor_arguments(self) -> list[str]:
         args = ["--ros.namespace", self.robot_namespace]
@@ -131,16 +142,31 @@ def parse_hardware(data: Any, path: str = "<hardware>") -> Hardware:
     cameras = [n.camera for n in nodes if n.role == "camera"]
     if len(set(cameras)) != len(cameras):
         where.fail("nodes", f"two camera nodes serve the same camera: {cameras}")
-    return Hardware(path=path, name=str(data.get("name", Path(path).stem)), robot_kind=kind,
-                    robot_namespace=namespace, nodes=nodes, workspace_low=low,
-                    workspace_high=high, robot=robot)
+    return Hardware(
+        path=path,
+        name=str(data.get("name", Path(path).stem)),
+        robot_kind=kind,
+        robot_namespace=namespace,
+        nodes=nodes,
+        workspace_low=low,
+        workspace_high=high,
+        robot=robot,
+    )
 
 
 def _node(where: _Where, raw: Any, index: int) -> DriverNode:
     key = f"nodes[{index}]"
     raw = where.mapping(raw, key)
-    unknown = set(raw) - {"name", "type", "executable", "namespace", "role", "camera",
-                          "parameters", "respawn"}
+    unknown = set(raw) - {
+        "name",
+        "type",
+        "executable",
+        "namespace",
+        "role",
+        "camera",
+        "parameters",
+        "respawn",
+    }
     if unknown:
         where.fail(key, f"unknown keys {sorted(unknown)}")
     name = raw.get("name")
@@ -149,8 +175,10 @@ def _node(where: _Where, raw: Any, index: int) -> DriverNode:
     device = _device_type(where, raw, key)
     executable = raw.get("executable", device.executable if device else None)
     if not isinstance(executable, str) or not _EXECUTABLE.match(executable):
-        where.fail(f"{key}.executable", f"must be an executable name, got {executable!r} (or "
-                   "give the device's `type`)")
+        where.fail(
+            f"{key}.executable",
+            f"must be an executable name, got {executable!r} (or give the device's `type`)",
+        )
     namespace = raw.get("namespace", "/")
     if namespace != "/":
         where.namespace(namespace, f"{key}.namespace")
@@ -160,8 +188,10 @@ def _node(where: _Where, raw: Any, index: int) -> DriverNode:
         where.fail(f"{key}.role", f"must be one of {', '.join(NODE_ROLES)}, got {role!r}")
     camera = raw.get("camera")
     if (role == "camera") != isinstance(camera, str):
-        where.fail(f"{key}.camera", "a camera node names the camera it serves (and only a "
-                   "camera node does)")
+        where.fail(
+            f"{key}.camera",
+            "a camera node names the camera it serves (and only a camera node does)",
+        )
     parameters = where.mapping(raw.get("parameters", {}), f"{key}.parameters")
     for pname, value in parameters.items():
         if not isinstance(value, (bool, int, float, str, list)):
@@ -171,9 +201,16 @@ def _node(where: _Where, raw: Any, index: int) -> DriverNode:
     respawn = raw.get("respawn", role == "camera")
     if not isinstance(respawn, bool):
         where.fail(f"{key}.respawn", f"must be true or false, got {respawn!r}")
-    return DriverNode(name=name, executable=executable, namespace=namespace, role=role,
-                      camera=camera, parameters=dict(parameters), respawn=respawn,
-                      device_type=device.name if device else None)
+    return DriverNode(
+        name=name,
+        executable=executable,
+        namespace=namespace,
+        role=role,
+        camera=camera,
+        parameters=dict(parameters),
+        respawn=respawn,
+        device_type=device.name if device else None,
+    )
 
 
 _ROLE_OF_KIND = {"arm": "driver", "car": "driver", "camera": "camera", "teleop": "teleop"}
@@ -187,11 +224,15 @@ def _device_type(where: _Where, raw: dict, key: str):
     if "type" in raw:
         device = DEVICES.get(raw["type"])
         if device is None:
-            where.fail(f"{key}.type", f"unknown device type {raw['type']!r}; known: "
-                       f"{', '.join(sorted(DEVICES))}")
+            where.fail(
+                f"{key}.type",
+                f"unknown device type {raw['type']!r}; known: {', '.join(sorted(DEVICES))}",
+            )
         if "executable" in raw and raw["executable"] != device.executable:
-            where.fail(f"{key}.executable", f"type {device.name!r} runs {device.executable}, "
-                       f"not {raw['executable']!r}")
+            where.fail(
+                f"{key}.executable",
+                f"type {device.name!r} runs {device.executable}, not {raw['executable']!r}",
+            )
         return device
     executable = raw.get("executable")
     return by_executable(executable) if isinstance(executable, str) else None
@@ -208,8 +249,10 @@ def _check_parameter_names(where: _Where, device, parameters: dict, key: str) ->
         return
     unknown = sorted(set(parameters) - set(known) - {"use_sim_time", "autostart"})
     if unknown:
-        where.fail(f"{key}.parameters", f"{device.name} has no parameters {unknown}; it has "
-                   f"{', '.join(known)}")
+        where.fail(
+            f"{key}.parameters",
+            f"{device.name} has no parameters {unknown}; it has {', '.join(known)}",
+        )
 
 
 class _Where:

@@ -43,19 +43,30 @@ COMMON = (
     LaunchArgument("cameras", "", "Camera observations, comma-separated (empty: state only)"),
     LaunchArgument("image_size", "64", "Camera image side in pixels"),
     LaunchArgument("seed", "0", "Seed of the twin's resets, the actor and the learner"),
-    LaunchArgument("learner", "tcp://127.0.0.1:5555",
-                   "The learner's address (the actor connects, the learner binds)"),
-    LaunchArgument("run_dir", "runs/launch",
-                   "Learner run in <run_dir>/learner, actor outbox in <run_dir>/actor/outbox"),
-    LaunchArgument("total_steps", "", "Environment steps of the run (empty: learner recipe, "
-                   "the actor runs on)"),
+    LaunchArgument(
+        "learner",
+        "tcp://127.0.0.1:5555",
+        "The learner's address (the actor connects, the learner binds)",
+    ),
+    LaunchArgument(
+        "run_dir",
+        "runs/launch",
+        "Learner run in <run_dir>/learner, actor outbox in <run_dir>/actor/outbox",
+    ),
+    LaunchArgument(
+        "total_steps", "", "Environment steps of the run (empty: learner recipe, the actor runs on)"
+    ),
 )
-LEARNER_ARGS = LaunchArgument("learner_args", "", "Further robot-rl learner options, "
-                              "e.g. '--agent.num-critics 2 --batch-size 64'")
+LEARNER_ARGS = LaunchArgument(
+    "learner_args",
+    "",
+    "Further robot-rl learner options, e.g. '--agent.num-critics 2 --batch-size 64'",
+)
 ACTOR_ARGS = LaunchArgument("actor_args", "", "Further actor options, e.g. '--ros.max-age 0.5'")
 SPEEDUP = LaunchArgument("speedup", "4.0", "Twin only: simulated seconds per wall second")
-HARDWARE = LaunchArgument("hardware", "", "The setup's hardware file (hardware/*.yaml): "
-                          "robot, cameras, driver nodes")
+HARDWARE = LaunchArgument(
+    "hardware", "", "The setup's hardware file (hardware/*.yaml): robot, cameras, driver nodes"
+)
 
 
 def arguments_for(mode: str, parts: tuple[str, ...]) -> tuple[LaunchArgument, ...]:
@@ -80,11 +91,17 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
     try:
         total = int(v["total_steps"]) if v["total_steps"] else None
         config = StackConfig(
-            task=v["task"], mode=mode, hardware=v.get("hardware") or None,
+            task=v["task"],
+            mode=mode,
+            hardware=v.get("hardware") or None,
             cameras=tuple(c.strip() for c in v["cameras"].split(",") if c.strip()),
-            image_size=int(v["image_size"]), speedup=float(v.get("speedup", SPEEDUP.default)),
-            seed=int(v["seed"]), learner_endpoint=v["learner"], run_dir=v["run_dir"],
-            total_steps=total, learner_args=tuple(shlex.split(v.get("learner_args", ""))),
+            image_size=int(v["image_size"]),
+            speedup=float(v.get("speedup", SPEEDUP.default)),
+            seed=int(v["seed"]),
+            learner_endpoint=v["learner"],
+            run_dir=v["run_dir"],
+            total_steps=total,
+            learner_args=tuple(shlex.split(v.get("learner_args", ""))),
             actor_args=tuple(shlex.split(v.get("actor_args", ""))),
         )
     except ValueError as err:
@@ -95,11 +112,14 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
 def check_installed(processes: list[ProcessSpec], hardware: str | None = None) -> None:
     """Refuse to start a stack whose driver executables are not on PATH (launch would print a
     traceback per driver, start the rest and exit 0)."""
-    missing = sorted({p.executable for p in processes
-                      if p.executable and shutil.which(p.executable) is None})
+    missing = sorted(
+        {p.executable for p in processes if p.executable and shutil.which(p.executable) is None}
+    )
     if missing:
-        raise MissingDrivers(f"{hardware or 'the stack'} names driver executables that are not "
-                             f"installed: {', '.join(missing)}")
+        raise MissingDrivers(
+            f"{hardware or 'the stack'} names driver executables that are not "
+            f"installed: {', '.join(missing)}"
+        )
 
 
 def to_actions(processes: list[ProcessSpec]) -> list:
@@ -116,16 +136,32 @@ def to_actions(processes: list[ProcessSpec]) -> list:
         else:
             executable, arguments = spec.executable, list(spec.arguments)
         if not spec.ros_node:
-            actions.append(ExecuteProcess(cmd=[executable, *arguments], name=spec.name,
-                                          output="screen", respawn=spec.respawn,
-                                          respawn_delay=RESPAWN_DELAY, **timeouts))
+            actions.append(
+                ExecuteProcess(
+                    cmd=[executable, *arguments],
+                    name=spec.name,
+                    output="screen",
+                    respawn=spec.respawn,
+                    respawn_delay=RESPAWN_DELAY,
+                    **timeouts,
+                )
+            )
             continue
-        actions.append(Node(
-            executable=executable, arguments=arguments, name=spec.name, exec_name=spec.name,
-            namespace=spec.namespace, parameters=[dict(spec.parameters)],
-            remappings=list(spec.remappings), output="screen", respawn=spec.respawn,
-            respawn_delay=RESPAWN_DELAY, **timeouts,
-        ))
+        actions.append(
+            Node(
+                executable=executable,
+                arguments=arguments,
+                name=spec.name,
+                exec_name=spec.name,
+                namespace=spec.namespace,
+                parameters=[dict(spec.parameters)],
+                remappings=list(spec.remappings),
+                output="screen",
+                respawn=spec.respawn,
+                respawn_delay=RESPAWN_DELAY,
+                **timeouts,
+            )
+        )
     return actions
 
 
@@ -142,12 +178,23 @@ def launch_description(mode: str, parts: tuple[str, ...]):
         check_installed(processes, values.get("hardware"))
         return to_actions(processes)
 
-    return LaunchDescription([
-        *(DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
-          for a in arguments),
-        OpaqueFunction(function=setup),
-    ])
+    return LaunchDescription(
+        [
+            *(
+                DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
+                for a in arguments
+            ),
+            OpaqueFunction(function=setup),
+        ]
+    )
 
 
-__all__ = ["PARTS", "MissingDrivers", "arguments_for", "check_installed", "describe",
-           "launch_description", "to_actions"]
+__all__ = [
+    "PARTS",
+    "MissingDrivers",
+    "arguments_for",
+    "check_installed",
+    "describe",
+    "launch_description",
+    "to_actions",
+]

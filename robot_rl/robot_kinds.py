@@ -39,12 +39,26 @@ class RobotKind:
 ROBOT_KINDS: dict[str, RobotKind] = {
     k.name: k
     for k in (
-        RobotKind("arm", "/arm", "move_to", "robot_rl.sim.arm_twin:make_arm_twin",
-                  "robot_rl.sim.arm_twin:arm_twin_model", "robot_rl.ros.backend:RosArmBackend",
-                  "robot_rl.sim.nodes.arm_twin_node", "arm_twin"),
-        RobotKind("car", "/car", "place_car", "robot_rl.sim.car_twin:make_car_twin",
-                  "robot_rl.sim.car_twin:car_twin_model", "robot_rl.ros.backend:RosCarBackend",
-                  "robot_rl.sim.nodes.car_twin_node", "car_twin"),
+        RobotKind(
+            "arm",
+            "/arm",
+            "move_to",
+            "robot_rl.sim.arm_twin:make_arm_twin",
+            "robot_rl.sim.arm_twin:arm_twin_model",
+            "robot_rl.ros.backend:RosArmBackend",
+            "robot_rl.sim.nodes.arm_twin_node",
+            "arm_twin",
+        ),
+        RobotKind(
+            "car",
+            "/car",
+            "place_car",
+            "robot_rl.sim.car_twin:make_car_twin",
+            "robot_rl.sim.car_twin:car_twin_model",
+            "robot_rl.ros.backend:RosCarBackend",
+            "robot_rl.sim.nodes.car_twin_node",
+            "car_twin",
+        ),
     )
 }
 
@@ -53,5 +67,4 @@ def robot_kind(name: str) -> RobotKind:
     try:
         return ROBOT_KINDS[name]
     except KeyError:
-        raise ValueError(f"unknown robot kind {name!r}; known: {', '.join(ROBOT_KINDS)}") \
-            from None
+        raise ValueError(f"unknown robot kind {name!r}; known: {', '.join(ROBOT_KINDS)}") from None

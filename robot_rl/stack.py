@@ -58,8 +58,9 @@ class ProcessSpec:
         if (self.module is None) == (self.executable is None):
             raise ValueError(f"process {self.name!r}: give exactly one of module / executable")
         if not self.namespace.startswith("/"):
-            raise ValueError(f"process {self.name!r}: namespace {self.namespace!r} must start "
-                             f"with '/'")
+            raise ValueError(
+                f"process {self.name!r}: namespace {self.namespace!r} must start with '/'"
+            )
 
     def ros_arguments(self) -> list[str]:
         """What launch_ros appends for the node's name, namespace, parameters, remappings."""
@@ -170,9 +171,12 @@ def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[Pr
     from robot_rl.envs.task import make_task
     from robot_rl.runtime.observation_mode import ObservationMode
 
-    mode = ObservationMode(cameras=tuple(cfg.cameras), image_size=cfg.image_size,
-                           privileged_state=cfg.privileged_state,
-                           robot_mode=cfg.robot_mode or cfg.mode == "robot")
+    mode = ObservationMode(
+        cameras=tuple(cfg.cameras),
+        image_size=cfg.image_size,
+        privileged_state=cfg.privileged_state,
+        robot_mode=cfg.robot_mode or cfg.mode == "robot",
+    )
     task = make_task(cfg.task, **mode.task_options(cfg.task))
     hardware = None
     if cfg.mode == "robot":
@@ -193,29 +197,65 @@ def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[Pr
 def twin_processes(cfg: StackConfig, task) -> list[ProcessSpec]:
     kind = robot_kind(task.robot)
     module, name, namespace = kind.twin_node_module, kind.twin_node_name, kind.namespace
-    nodes = [ProcessSpec(
-        name=name, role="driver", module=module, namespace=namespace,
-        parameters={"task": cfg.task, "speedup": float(cfg.speedup), "seed": cfg.seed,
-                    "use_sim_time": True},
-    )]
+    nodes = [
+        ProcessSpec(
+            name=name,
+            role="driver",
+            module=module,
+            namespace=namespace,
+            parameters={
+                "task": cfg.task,
+                "speedup": float(cfg.speedup),
+                "seed": cfg.seed,
+                "use_sim_time": True,
+            },
+        )
+    ]
     for camera in cfg.cameras:
-        nodes.append(ProcessSpec(
-            name=f"{camera}_camera", role="camera", module=CAMERA_NODE,
-            namespace=f"/{camera}_cam", respawn=True,
-            parameters={"task": cfg.task, "camera": camera, "width": cfg.image_size,
-                        "height": cfg.image_size, "rate": float(cfg.camera_rate),
-                        "use_sim_time": True},
-        ))
+        nodes.append(
+            ProcessSpec(
+                name=f"{camera}_camera",
+                role="camera",
+                module=CAMERA_NODE,
+                namespace=f"/{camera}_cam",
+                respawn=True,
+                parameters={
+                    "task": cfg.task,
+                    "camera": camera,
+                    "width": cfg.image_size,
+                    "height": cfg.image_size,
+                    "rate": float(cfg.camera_rate),
+                    "use_sim_time": True,
+                },
+            )
+        )
     return nodes
 
 
 def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
-    args = ["--task", cfg.task, "--learner", cfg.learner_endpoint, "--backend", "ros",
-            "--speedup", "0", "--actor-id", cfg.actor_id,
-            "--outbox-dir", f"{cfg.run_dir}/actor/outbox", "--seed", str(cfg.seed),
-            "--image-size", str(cfg.image_size), "--log-every", str(cfg.log_every),
-            # the learner must hold every transition to finish its budget: wait for it
-            "--flush-timeout", "600"]
+    args = [
+        "--task",
+        cfg.task,
+        "--learner",
+        cfg.learner_endpoint,
+        "--backend",
+        "ros",
+        "--speedup",
+        "0",
+        "--actor-id",
+        cfg.actor_id,
+        "--outbox-dir",
+        f"{cfg.run_dir}/actor/outbox",
+        "--seed",
+        str(cfg.seed),
+        "--image-size",
+        str(cfg.image_size),
+        "--log-every",
+        str(cfg.log_every),
+        # the learner must hold every transition to finish its budget: wait for it
+        "--flush-timeout",
+        "600",
+    ]
     if cfg.cameras:
         args += ["--cameras", *cfg.cameras]
     args += cfg.observation_args()
@@ -233,15 +273,30 @@ def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
         if cfg.max_learner_lag is not None:  # hold the recipe's update-to-data ratio
             args += ["--max-learner-lag", str(cfg.max_learner_lag)]
     return ProcessSpec(
-        name="actor", role="actor", module=ACTOR_NODE, arguments=(*args, *cfg.actor_args),
+        name="actor",
+        role="actor",
+        module=ACTOR_NODE,
+        arguments=(*args, *cfg.actor_args),
         parameters={"use_sim_time": cfg.mode == "sim"},
     )
 
 
 def learner_process(cfg: StackConfig) -> ProcessSpec:
-    args = ["learner", "--task", cfg.task, "--bind", cfg.learner_endpoint,
-            "--run-dir", f"{cfg.run_dir}/learner", "--seed", str(cfg.seed),
-            "--image-size", str(cfg.image_size), "--log-every", str(cfg.log_every)]
+    args = [
+        "learner",
+        "--task",
+        cfg.task,
+        "--bind",
+        cfg.learner_endpoint,
+        "--run-dir",
+        f"{cfg.run_dir}/learner",
+        "--seed",
+        str(cfg.seed),
+        "--image-size",
+        str(cfg.image_size),
+        "--log-every",
+        str(cfg.log_every),
+    ]
     if cfg.cameras:
         args += ["--cameras", *cfg.cameras]
     args += cfg.observation_args()
@@ -249,5 +304,10 @@ def learner_process(cfg: StackConfig) -> ProcessSpec:
         args += ["--hardware", str(Path(cfg.hardware).absolute())]
     if cfg.total_steps is not None:
         args += ["--total-steps", str(cfg.total_steps)]
-    return ProcessSpec(name="learner", role="learner", module=CLI_MODULE,
-                       arguments=(*args, *cfg.learner_args), ros_node=False)
+    return ProcessSpec(
+        name="learner",
+        role="learner",
+        module=CLI_MODULE,
+        arguments=(*args, *cfg.learner_args),
+        ros_node=False,
+    )

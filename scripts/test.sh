@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ruff, then the test suite; sets the checkout up first. Extra arguments go to pytest:
+# ruff (lint and format check), then the test suite; sets the checkout up first. Extra arguments go to pytest:
 #   bash scripts/test.sh -k replay -x
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -8,6 +8,7 @@ source scripts/setup.sh
 
 ruff_status=0
 "$ROBOT_RL_VENV/bin/ruff" check . || ruff_status=$?
+"$ROBOT_RL_VENV/bin/ruff" format --check . || ruff_status=$?
 # Run the tests even when lint fails, so one run reports both. pytest's 5 (nothing collected)
 # is non-zero, so a filter that matches no test fails too.
 pytest_status=0

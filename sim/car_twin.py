@@ -147,8 +147,11 @@ class CarTwin:
             speed = self.data.ten_velocity[self._drive_tendon] * WHEEL_RADIUS
             yaw_rate = self.data.sensordata[self._sensor["imu_gyro"]][2]
             heading = self._odom[2] + 0.5 * yaw_rate * dt
-            self._odom += (speed * np.cos(heading) * dt, speed * np.sin(heading) * dt,
-                           yaw_rate * dt)
+            self._odom += (
+                speed * np.cos(heading) * dt,
+                speed * np.sin(heading) * dt,
+                yaw_rate * dt,
+            )
         self._collided = collided
         self._accel_peak = peak
 

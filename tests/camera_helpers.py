@@ -51,10 +51,12 @@ class CameraHarness:
         if depth:
             topics.update({"depth/image_raw": Image, "depth/camera_info": CameraInfo})
         for topic, kind in topics.items():
-            self.probe.create_subscription(kind, f"{namespace}/{topic}",
-                                           self._recorder(topic), sensor_qos())
-        self.probe.create_subscription(DiagnosticArray, "/diagnostics",
-                                       self._recorder("diagnostics"), 10)
+            self.probe.create_subscription(
+                kind, f"{namespace}/{topic}", self._recorder(topic), sensor_qos()
+            )
+        self.probe.create_subscription(
+            DiagnosticArray, "/diagnostics", self._recorder("diagnostics"), 10
+        )
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.executor.add_node(self.probe)
@@ -65,6 +67,7 @@ class CameraHarness:
         def record(msg) -> None:
             with self._lock:
                 self.messages[topic].append(msg)
+
         return record
 
     def _spin(self) -> None:

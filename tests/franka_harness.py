@@ -52,8 +52,13 @@ class Peer:
         self._lines = queue.Queue()
         stderr = open(self.log, "a")  # noqa: SIM115 (the child owns it)
         self.popen = subprocess.Popen(
-            [sys.executable, str(PEER_SCRIPT), "--host", self.host], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True)
+            [sys.executable, str(PEER_SCRIPT), "--host", self.host],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
         threading.Thread(target=self._read, args=(self.popen, self._lines), daemon=True).start()
         line = self._next(timeout, "franky-sim to listen")
         assert line.startswith("ready"), line
@@ -67,8 +72,10 @@ class Peer:
         try:
             return self._lines.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"franky-sim peer: no answer for {what} in {timeout} s:\n"
-                                 f"{self.log.read_text()[-2000:]}") from None
+            raise AssertionError(
+                f"franky-sim peer: no answer for {what} in {timeout} s:\n"
+                f"{self.log.read_text()[-2000:]}"
+            ) from None
 
     def _ask(self, request: str, timeout: float = 30.0) -> dict:
         self.popen.stdin.write(request + "\n")
@@ -101,8 +108,12 @@ class Driver:
         self._file = open(log, "w")  # noqa: SIM115 (closed in stop)
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "robot_rl.drivers.arms.franka", *args],
-            stdout=self._file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+            stdout=self._file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            start_new_session=True,
+        )
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -143,17 +154,22 @@ class ArmClient:
         self.poses: list[tuple[float, np.ndarray]] = []  # (receive time, position)
         self.diagnostics: dict[str, dict[str, str]] = {}
         self._lock = threading.Lock()
-        topics = {"joint_states": JointState, "ee_pose": PoseStamped,
-                  "ee_twist": TwistStamped, "ee_wrench": WrenchStamped,
-                  "gripper/joint_states": JointState}
+        topics = {
+            "joint_states": JointState,
+            "ee_pose": PoseStamped,
+            "ee_twist": TwistStamped,
+            "ee_wrench": WrenchStamped,
+            "gripper/joint_states": JointState,
+        }
         for name, msg_type in topics.items():
-            node.create_subscription(msg_type, f"{namespace}/{name}", self._keeper(name),
-                                     sensor_qos())
+            node.create_subscription(
+                msg_type, f"{namespace}/{name}", self._keeper(name), sensor_qos()
+            )
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
-        self.pose_pub = node.create_publisher(PoseStamped, f"{namespace}/cmd/ee_pose",
-                                              command_qos())
-        self.gripper_pub = node.create_publisher(Float64, f"{namespace}/cmd/gripper",
-                                                 command_qos())
+        self.pose_pub = node.create_publisher(
+            PoseStamped, f"{namespace}/cmd/ee_pose", command_qos()
+        )
+        self.gripper_pub = node.create_publisher(Float64, f"{namespace}/cmd/gripper", command_qos())
         self._Float64 = Float64
         self._clients: dict[str, object] = {}
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
@@ -174,13 +190,17 @@ class ArmClient:
                     p = msg.pose.position
                     self.poses.append((time.monotonic(), np.array([p.x, p.y, p.z])))
                     del self.poses[:-20000]
+
         return keep
 
     def _on_diagnostics(self, msg) -> None:
         for status in msg.status:
             values = {kv.key: kv.value for kv in status.values}
-            values["level"] = str(int.from_bytes(status.level, "little")
-                                  if isinstance(status.level, bytes) else int(status.level))
+            values["level"] = str(
+                int.from_bytes(status.level, "little")
+                if isinstance(status.level, bytes)
+                else int(status.level)
+            )
             values["message"] = status.message
             with self._lock:
                 self.diagnostics[status.name] = values
@@ -209,10 +229,12 @@ class ArmClient:
         with self._lock:
             return np.array([p for t, p in self.poses if t >= since]).reshape(-1, 3)
 
-    def wait_still(self, window: float = 0.5, tolerance: float = 0.0005,
-                   timeout: float = 60.0) -> float:
+    def wait_still(
+        self, window: float = 0.5, tolerance: float = 0.0005, timeout: float = 60.0
+    ) -> float:
         """Wait until the TCP moved less than ``tolerance`` over ``window`` seconds; return
         the monotonic time at which that still window began."""
+
         def still():
             start = time.monotonic() - window
             recent = self.positions_since(start)
@@ -220,6 +242,7 @@ class ArmClient:
                 return None
             spread = np.ptp(recent, axis=0).max()
             return start if spread < tolerance else None
+
         return wait_for(still, timeout, "the arm to stand still", interval=0.05)
 
     # -- commands --------------------------------------------------------------------------------
@@ -262,14 +285,16 @@ class ArmClient:
             self.last_streamed = time.monotonic()
             time.sleep(1.0 / self._stream_hz)
 
-    def track(self, pos, tolerance: float = 0.005, timeout: float = 90.0,
-              quat=DOWN) -> np.ndarray:
+    def track(self, pos, tolerance: float = 0.005, timeout: float = 90.0, quat=DOWN) -> np.ndarray:
         """Stream ``pos`` until the TCP is within ``tolerance``; return where it ended."""
         target = np.asarray(pos, np.float64)
         self.stream(target, quat)
         try:
-            wait_for(lambda: np.linalg.norm(self.position() - target) < tolerance, timeout,
-                     f"the TCP to reach {target.round(3).tolist()}")
+            wait_for(
+                lambda: np.linalg.norm(self.position() - target) < tolerance,
+                timeout,
+                f"the TCP to reach {target.round(3).tolist()}",
+            )
         finally:
             self.stop_stream()
         return self.position()
@@ -300,8 +325,10 @@ class ArmClient:
         from lifecycle_msgs.msg import Transition
         from lifecycle_msgs.srv import ChangeState
 
-        ids = {"activate": Transition.TRANSITION_ACTIVATE,
-               "deactivate": Transition.TRANSITION_DEACTIVATE}
+        ids = {
+            "activate": Transition.TRANSITION_ACTIVATE,
+            "deactivate": Transition.TRANSITION_DEACTIVATE,
+        }
         request = ChangeState.Request(transition=Transition(id=ids[transition]))
         return self.call(ChangeState, f"{self.ns}/{node}/change_state", request).success
 

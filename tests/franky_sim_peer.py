@@ -76,13 +76,21 @@ class RecordingRobotServer(FrankaRobotServer):
     def _handle_udp_command(self, command_data: bytes):
         command = UDPCommand.from_bytes(command_data)
         self.commands += 1
-        values = (command.q_c + command.dq_c + command.O_T_EE_c + command.O_dP_EE_c
-                  + command.elbow_c + command.tau_J_d)
+        values = (
+            command.q_c
+            + command.dq_c
+            + command.O_T_EE_c
+            + command.O_dP_EE_c
+            + command.elbow_c
+            + command.tau_J_d
+        )
         if not all(math.isfinite(v) for v in values):
             self.non_finite += 1
             if self.first_non_finite is None:
-                self.first_non_finite = {"message_id": command.message_id,
-                                         "O_T_EE_c": [repr(v) for v in command.O_T_EE_c]}
+                self.first_non_finite = {
+                    "message_id": command.message_id,
+                    "O_T_EE_c": [repr(v) for v in command.O_T_EE_c],
+                }
         if self.reflex:
             return  # a robot in reflex ignores commands
         super()._handle_udp_command(command_data)
@@ -92,8 +100,9 @@ class RecordingRobotServer(FrankaRobotServer):
         motion = self.current_motion_id
         self.stop_motion(send_preemption_signal=False)
         if motion:
-            BaseCommand.send_response(self._tcp_socket, RobotCommand.kMove, motion,
-                                      MoveStatus.kReflexAborted)
+            BaseCommand.send_response(
+                self._tcp_socket, RobotCommand.kMove, motion, MoveStatus.kReflexAborted
+            )
             self.reset_current_motion_id()
 
     @property
@@ -102,8 +111,12 @@ class RecordingRobotServer(FrankaRobotServer):
         if not self.reflex:
             return state
         errors = tuple(i == CARTESIAN_REFLEX for i in range(41))
-        return state.replace(robot_mode=RobotMode.kReflex, errors=errors,
-                             current_errors=errors, last_motion_errors=errors)
+        return state.replace(
+            robot_mode=RobotMode.kReflex,
+            errors=errors,
+            current_errors=errors,
+            last_motion_errors=errors,
+        )
 
 
 class PeerServer(franky_sim.SimulationServer):
@@ -129,11 +142,19 @@ class PeerServer(franky_sim.SimulationServer):
             server.inject_reflex()
             print(json.dumps({"type": "reflex", "injected": True}), flush=True)
         elif request == "status":
-            print(json.dumps({"type": "status", "commands": server.commands,
-                              "non_finite": server.non_finite,
-                              "first_non_finite": server.first_non_finite,
-                              "reflex": server.reflex,
-                              "sim_time": float(self.sim.data.time)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "type": "status",
+                        "commands": server.commands,
+                        "non_finite": server.non_finite,
+                        "first_non_finite": server.first_non_finite,
+                        "reflex": server.reflex,
+                        "sim_time": float(self.sim.data.time),
+                    }
+                ),
+                flush=True,
+            )
         elif request == "quit":
             self.running = False
 

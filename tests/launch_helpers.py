@@ -30,10 +30,11 @@ def require_launch() -> str:
 
 def ros2_env(log_dir: Path) -> dict[str, str]:
     """What a shell that sourced scripts/setup.sh has, plus the stand-ins and a log folder."""
-    env = {**os.environ, "COLUMNS": "250", "PYTHONUNBUFFERED": "1",
-           "ROS_LOG_DIR": str(log_dir)}
+    env = {**os.environ, "COLUMNS": "250", "PYTHONUNBUFFERED": "1", "ROS_LOG_DIR": str(log_dir)}
     env["AMENT_PREFIX_PATH"] = os.pathsep.join(
-        [str(PREFIX), *[p for p in env.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]])
+        [str(PREFIX), *[p for p in env.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]]
+    )
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(STAND_INS), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+        [str(STAND_INS), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    )
     return env

@@ -18,8 +18,9 @@ from ros_helpers import Spinner
 
 from robot_rl.ros.teleop import RosTeleopSource, TeleopMapping
 
-ALL_AXES = TeleopMapping(axes=("linear.x", "linear.y", "linear.z", "angular.x", "angular.y",
-                               "angular.z", "gripper"))
+ALL_AXES = TeleopMapping(
+    axes=("linear.x", "linear.y", "linear.z", "angular.x", "angular.y", "angular.z", "gripper")
+)
 """The source reads all six twist entries and the gripper (+1 close, -1 open)."""
 WAIT_S = 30.0
 
@@ -76,8 +77,9 @@ class TeleopHarness:
         self.diagnostics = None
         self.spinner = None
         try:
-            self.source = RosTeleopSource(ALL_AXES, max_age_s=10.0,
-                                          node_name=f"{self.node.get_name()}_test_source")
+            self.source = RosTeleopSource(
+                ALL_AXES, max_age_s=10.0, node_name=f"{self.node.get_name()}_test_source"
+            )
             self.diagnostics = DiagnosticsListener(self.node.get_name())
             self.started = self.node.start()
             self.spinner = Spinner(self.node, self.context)
@@ -101,8 +103,10 @@ class TeleopHarness:
         raise AssertionError(f"the node never published {what}; last command: {last}")
 
     def wait_released(self):
-        return self.wait_for(lambda c: not c.button and not np.any(c.action),
-                             "a released frame (no motion, intervention off)")
+        return self.wait_for(
+            lambda c: not c.button and not np.any(c.action),
+            "a released frame (no motion, intervention off)",
+        )
 
     def close(self) -> None:
         if self.spinner is not None:
@@ -130,8 +134,9 @@ def console_script(name: str, module: str) -> list[str]:
 
 def run_until(args: list[str], text: str, timeout: float = 60.0) -> str:
     """Start a node process, wait until its output shows ``text`` (or it exits), stop it."""
-    child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
     reader.start()

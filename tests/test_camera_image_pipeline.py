@@ -35,8 +35,9 @@ def test_one_zero_in_resize_keeps_the_aspect_ratio():
     assert FrameGeometry.build((640, 480), (80, 0, 480, 480), (0, 128)).size == (128, 128)
 
 
-@pytest.mark.parametrize("crop", [(600, 0, 100, 100), (0, 0, 640, 481), (-1, 0, 10, 10),
-                                  (0, 0, 0, 10)])
+@pytest.mark.parametrize(
+    "crop", [(600, 0, 100, 100), (0, 0, 640, 481), (-1, 0, 10, 10), (0, 0, 0, 10)]
+)
 def test_a_crop_outside_the_frame_is_refused_with_the_frame_size(crop):
     with pytest.raises(ValueError, match=r"does not fit in the 640x480 frame"):
         FrameGeometry.build((640, 480), crop)
@@ -60,8 +61,9 @@ def test_depth_is_resampled_without_inventing_values():
 
 
 def test_intrinsics_follow_the_crop_and_resize():
-    source = Intrinsics(640, 480, 600.0, 610.0, 318.2, 241.7, "plumb_bob",
-                        (0.1, -0.05, 0.001, 0.002, 0.01))
+    source = Intrinsics(
+        640, 480, 600.0, 610.0, 318.2, 241.7, "plumb_bob", (0.1, -0.05, 0.001, 0.002, 0.01)
+    )
     geometry = FrameGeometry.build((640, 480), (80, 10, 480, 440), (120, 110))
     out = geometry.adjust(source)
     assert (out.width, out.height) == (120, 110)

@@ -83,8 +83,17 @@ def test_doctor_json_reports_jax_on_the_cpu(doctor_report):
 
 
 def test_doctor_json_has_every_item(doctor_report):
-    expected = {"python", "jax", "torch", "mujoco", "rendering", "rclpy", "pyrealsense2",
-                "cameras", "teleop"}
+    expected = {
+        "python",
+        "jax",
+        "torch",
+        "mujoco",
+        "rendering",
+        "rclpy",
+        "pyrealsense2",
+        "cameras",
+        "teleop",
+    }
     assert set(doctor_report["checks"]) == expected
     for entry in doctor_report["checks"].values():
         assert entry["status"] in ("ok", "missing", "error")
@@ -123,11 +132,21 @@ def test_doctor_lists_the_devices_it_sees(doctor_report):
 def test_doctor_describes_a_device_by_serial_or_path():
     from robot_rl.commands.doctor import _describe_device
 
-    assert _describe_device({"kind": "realsense", "serial": "128422270679", "name": "D435"}) \
+    assert (
+        _describe_device({"kind": "realsense", "serial": "128422270679", "name": "D435"})
         == "realsense 128422270679 (D435)"
-    assert _describe_device({"kind": "gamepad", "path": "/dev/input/event5", "name": "Pad",
-                             "error": "permission denied"}) \
+    )
+    assert (
+        _describe_device(
+            {
+                "kind": "gamepad",
+                "path": "/dev/input/event5",
+                "name": "Pad",
+                "error": "permission denied",
+            }
+        )
         == "gamepad /dev/input/event5 (Pad) [permission denied]"
+    )
 
 
 def test_doctor_table_output_exits_0():

@@ -51,10 +51,18 @@ SCRIPT = textwrap.dedent("""
 
 def test_a_sharded_update_equals_the_single_device_update():
     tests = os.path.dirname(os.path.abspath(__file__))
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
-           "JAX_PLATFORMS": "cpu"}
-    result = subprocess.run([sys.executable, "-c", SCRIPT.format(tests=tests)], env=env,
-                            capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+        "JAX_PLATFORMS": "cpu",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(tests=tests)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0 and "equal" in result.stdout, result.stdout + result.stderr
 
 
@@ -96,14 +104,28 @@ def test_two_processes_on_loopback_update_as_one_device(tmp_path):
     tests = os.path.dirname(os.path.abspath(__file__))
     port = 20000 + os.getpid() % 20000
     script = HOST_SCRIPT.format(tests=tests, coordinator=f"127.0.0.1:{port}")
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "JAX_PLATFORMS": "cpu"}
-    hosts = [subprocess.Popen([sys.executable, "-c", script, str(i), str(tmp_path / f"{i}.npz")],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) for i in (0, 1)]
-    reference = subprocess.run([sys.executable, "-c", script, "-1", str(tmp_path / "ref.npz")],
-                               env={**env, "XLA_FLAGS": ""}, capture_output=True, text=True,
-                               timeout=900)
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "JAX_PLATFORMS": "cpu",
+    }
+    hosts = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(i), str(tmp_path / f"{i}.npz")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in (0, 1)
+    ]
+    reference = subprocess.run(
+        [sys.executable, "-c", script, "-1", str(tmp_path / "ref.npz")],
+        env={**env, "XLA_FLAGS": ""},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert reference.returncode == 0, reference.stdout + reference.stderr
     for host in hosts:
         output, _ = host.communicate(timeout=900)

@@ -201,8 +201,9 @@ def test_fine_feature_maps_get_a_fresh_shift_at_every_gather():
     rng = np.random.default_rng(0)
     buffer = ReplayBuffer(OBS_SPACE, ACTION_SPACE, capacity=20)
     fill(buffer, 10, rng)
-    cache = EmbeddingCache(buffer, ("front",), map_embed, num_views=1, feature_shift=1,
-                           dtype=np.float32)
+    cache = EmbeddingCache(
+        buffer, ("front",), map_embed, num_views=1, feature_shift=1, dtype=np.float32
+    )
     assert cache.shift_cells((MIN_SHIFT_CELLS, MIN_SHIFT_CELLS, 2)) == 1
     assert cache.shift_cells((4, 4, 512)) == 0 and cache.shift_cells((256,)) == 0
     batch = cache.gather(np.arange(10).repeat(20), np.random.default_rng(1))

@@ -47,17 +47,25 @@ class CellProcesses:
         from robot_rl.hardware import load_hardware
 
         self.hardware = load_hardware(hardware_file)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
-               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        }
         self.children: dict[str, tuple[subprocess.Popen, Path]] = {}
         for spec in self.hardware.processes():
             if only is not None and spec.name not in only:
                 continue
             log = logs / f"{spec.name}.log"
             with open(log, "w") as out:
-                popen = subprocess.Popen(spec.command(), stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=env,
-                                         start_new_session=True)
+                popen = subprocess.Popen(
+                    spec.command(),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    start_new_session=True,
+                )
             self.children[spec.name] = (popen, log)
 
     def output(self, name: str) -> str:
@@ -96,8 +104,7 @@ class Watcher:
         self.counts: dict[str, int] = dict.fromkeys(topics, 0)
         self._lock = threading.Lock()
         for topic, msg_type in topics.items():
-            self.node.create_subscription(msg_type, topic, self._keeper(topic),
-                                          qos or sensor_qos())
+            self.node.create_subscription(msg_type, topic, self._keeper(topic), qos or sensor_qos())
         self.spinner = Spinner(self.node, context)
 
     def _keeper(self, topic: str):
@@ -105,6 +112,7 @@ class Watcher:
             with self._lock:
                 self.latest[topic] = msg
                 self.counts[topic] += 1
+
         return keep
 
     def get(self, topic: str):
@@ -132,8 +140,11 @@ def cell(tmp_path_factory):
     arm = ArmClient("/arm")
     try:
         wait_for(arm.pose, 180.0, "the Franka node's first ee_pose from the cell")
-        wait_for(lambda: arm.driver_status("/arm/franka_driver").get("motion_enabled") == "True",
-                 120.0, "the Franka node to become active")
+        wait_for(
+            lambda: arm.driver_status("/arm/franka_driver").get("motion_enabled") == "True",
+            120.0,
+            "the Franka node to become active",
+        )
         yield processes, arm, hardware, logs
     finally:
         arm.close()
@@ -156,8 +167,12 @@ def test_the_cameras_render_the_same_world_and_change_when_the_arm_moves(cell):
     from sensor_msgs.msg import CameraInfo, Image
 
     _, arm, _, _ = cell
-    topics = {"/front_cam/image_raw": Image, "/wrist_cam/image_raw": Image,
-              "/front_cam/camera_info": CameraInfo, "/wrist_cam/camera_info": CameraInfo}
+    topics = {
+        "/front_cam/image_raw": Image,
+        "/wrist_cam/image_raw": Image,
+        "/front_cam/camera_info": CameraInfo,
+        "/wrist_cam/camera_info": CameraInfo,
+    }
     watcher = Watcher(topics)
     try:
         wait_for(lambda: all(watcher.get(t) for t in topics), 120.0, "both cameras' frames")
@@ -201,8 +216,11 @@ def test_only_the_sim_topics_carry_the_ground_truth_and_reset_places_the_cube(ce
             response = arm.call(Trigger, "/sim/reset_objects", Trigger.Request())
             assert response.success, response.message
             before = watcher.counts["/sim/objects/cube/pose"]
-            wait_for(lambda b=before: watcher.counts["/sim/objects/cube/pose"] > b + 5, 60.0,
-                     "the cube's pose after the reset")
+            wait_for(
+                lambda b=before: watcher.counts["/sim/objects/cube/pose"] > b + 5,
+                60.0,
+                "the cube's pose after the reset",
+            )
             placed.append(msg_to_pose(watcher.get("/sim/objects/cube/pose"))[0])
         placed = np.array(placed)
         assert np.ptp(placed[:, :2], axis=0).max() > 0.01  # a new random place each time
@@ -222,8 +240,13 @@ def test_the_actor_of_up_robot_reads_the_cell_and_subscribes_to_no_sim_topic(cel
     from robot_rl.stack import StackConfig, actor_process
 
     _, _, hardware_file, _ = cell
-    stack = StackConfig(task="pick_cube", mode="robot", hardware=str(hardware_file),
-                        cameras=("front", "wrist"), run_dir=str(tmp_path))
+    stack = StackConfig(
+        task="pick_cube",
+        mode="robot",
+        hardware=str(hardware_file),
+        cameras=("front", "wrist"),
+        run_dir=str(tmp_path),
+    )
     actor = actor_process(stack, load_hardware(hardware_file))
     own, _ = split_ros_args(list(actor.arguments))
     cfg = tyro.cli(ActorConfig, args=own, default=ActorConfig(backend="ros", speedup=0.0))
@@ -258,14 +281,20 @@ def test_the_simulated_operator_takes_over_a_stalled_arm_as_a_spacemouse_would(c
     source = RosTeleopSource(TeleopMapping(), max_age_s=0.5)
     try:
         wait_for(lambda: watcher.get("/sim/objects/cube/pose"), 60.0, "the cube's pose")
-        command = wait_for(lambda: (c := source.poll()) is not None and c.button and c, 120.0,
-                           "the operator to take over")
+        command = wait_for(
+            lambda: (c := source.poll()) is not None and c.button and c,
+            120.0,
+            "the operator to take over",
+        )
         cube = msg_to_pose(watcher.get("/sim/objects/cube/pose"))[0]
         towards = cube + np.array([0.0, 0.0, 0.05]) - arm.position()
         moving = np.abs(towards) > 0.03
         assert np.all(np.sign(command.action[:3][moving]) == np.sign(towards[moving]))
-        released = wait_for(lambda: (c := source.poll()) is not None and not c.button and c,
-                            120.0, "the operator to hand back")
+        released = wait_for(
+            lambda: (c := source.poll()) is not None and not c.button and c,
+            120.0,
+            "the operator to hand back",
+        )
         assert not np.any(released.action)
     finally:
         source.close()

@@ -27,11 +27,17 @@ TOL = 0.006
 """How close counts as there (m): an impedance controller settles a few mm off its reference."""
 HOME = np.array([0.554, 0.0, 0.521])  # where franky-sim's arm starts (tool down)
 PARAMS = dict(
-    gripper=True, workspace_min=WORKSPACE_MIN, workspace_max=WORKSPACE_MAX,
+    gripper=True,
+    workspace_min=WORKSPACE_MIN,
+    workspace_max=WORKSPACE_MAX,
     max_step_translation=0.04,
     # generous bounds: the test client's stamps may be late on a loaded machine
-    command_max_age=1.0, watchdog_timeout=0.5, reset_pose=[0.5, 0.0, 0.45, 0.0, 1.0, 0.0, 0.0],
-    reset_timeout=60.0, reset_speed=0.2, diagnostics_hz=5.0,
+    command_max_age=1.0,
+    watchdog_timeout=0.5,
+    reset_pose=[0.5, 0.0, 0.45, 0.0, 1.0, 0.0, 0.0],
+    reset_timeout=60.0,
+    reset_speed=0.2,
+    diagnostics_hz=5.0,
 )
 
 
@@ -47,8 +53,11 @@ def cell(tmp_path_factory):
     arm = ArmClient()
     try:
         wait_for(arm.pose, 120.0, "the driver's first ee_pose")
-        wait_for(lambda: arm.driver_status().get("motion_enabled") == "True", 60.0,
-                 "the driver to become active")
+        wait_for(
+            lambda: arm.driver_status().get("motion_enabled") == "True",
+            60.0,
+            "the driver to become active",
+        )
         yield peer, driver, arm
     finally:
         arm.close()
@@ -87,8 +96,11 @@ def test_publishes_the_arm_contract_like_the_twin(cell):
     pos, quat = arm.pose()
     np.testing.assert_allclose(pos, HOME, atol=0.01)
     assert abs(abs(quat[1]) - 1.0) < 0.01  # tool down: w-x-y-z close to (0, 1, 0, 0)
-    status = wait_for(lambda: arm.driver_status().get("mode") and arm.driver_status(), 30.0,
-                      "the driver's /diagnostics")
+    status = wait_for(
+        lambda: arm.driver_status().get("mode") and arm.driver_status(),
+        30.0,
+        "the driver's /diagnostics",
+    )
     assert status["motion_enabled"] == "True"
 
 
@@ -97,8 +109,9 @@ def test_tracks_a_10cm_move(arm):
     goal = start + np.array([0.0, 0.1, 0.0]) if start[1] < 0.0 else start - [0.0, 0.1, 0.0]
     arm.stream(goal)
     try:
-        wait_for(lambda: np.linalg.norm(arm.position() - goal) < TOL, 90.0,
-                 "the TCP to reach the goal")
+        wait_for(
+            lambda: np.linalg.norm(arm.position() - goal) < TOL, 90.0, "the TCP to reach the goal"
+        )
         arm.wait_still()
         assert np.linalg.norm(arm.position() - goal) < TOL  # settled there
     finally:
@@ -123,16 +136,22 @@ def test_workspace_violations_are_clipped(arm):
     arm.stream([0.5, 1.0, -0.3])  # far outside in y and below the floor of the box in z
     try:
         edge = np.array([0.5, WORKSPACE_MAX[1], WORKSPACE_MIN[2]])
-        wait_for(lambda: np.linalg.norm(arm.position() - edge) < TOL, 90.0,
-                 "the TCP to stop at the box's corner")
+        wait_for(
+            lambda: np.linalg.norm(arm.position() - edge) < TOL,
+            90.0,
+            "the TCP to stop at the box's corner",
+        )
     finally:
         arm.stop_stream()
     path = arm.positions_since(since)
     # the reference never leaves the box; the compliant arm may swing past it a little
     assert path[:, 1].max() < WORKSPACE_MAX[1] + 0.01
     assert path[:, 2].min() > WORKSPACE_MIN[2] - 0.01
-    wait_for(lambda: int(arm.driver_status().get("clipped", "0")) > before, 30.0,
-             "diagnostics to count the clipped commands")
+    wait_for(
+        lambda: int(arm.driver_status().get("clipped", "0")) > before,
+        30.0,
+        "diagnostics to count the clipped commands",
+    )
 
 
 def test_bad_commands_never_reach_the_server(cell, arm):
@@ -143,7 +162,8 @@ def test_bad_commands_never_reach_the_server(cell, arm):
     before, arrived = refused(arm), peer.status()
     now = time.time()
     bad = [
-        dict(pos=[math.nan, 0.0, 0.4]), dict(pos=[0.5, math.inf, 0.4]),
+        dict(pos=[math.nan, 0.0, 0.4]),
+        dict(pos=[0.5, math.inf, 0.4]),
         dict(pos=[0.5, 0.0, 0.4], quat=[math.nan, 1.0, 0.0, 0.0]),
         dict(pos=[0.5, 0.0, -math.inf]),
         dict(pos=[0.6, 0.0, 0.4], stamp=0.0),  # unstamped
@@ -154,11 +174,19 @@ def test_bad_commands_never_reach_the_server(cell, arm):
     ]
     for command in bad:  # one at a time: commands are depth 1, a burst may overwrite one
         count = refused(arm)
-        wait_for(lambda c=command, n=count: arm.send_pose(**c) or refused(arm) > n, 60.0,
-                 f"the driver to refuse {command}", interval=0.3)
+        wait_for(
+            lambda c=command, n=count: arm.send_pose(**c) or refused(arm) > n,
+            60.0,
+            f"the driver to refuse {command}",
+            interval=0.3,
+        )
     count = refused(arm)
-    wait_for(lambda: arm.send_gripper(math.nan) or refused(arm) > count, 60.0,
-             "the driver to refuse a NaN gripper command", interval=0.3)
+    wait_for(
+        lambda: arm.send_gripper(math.nan) or refused(arm) > count,
+        60.0,
+        "the driver to refuse a NaN gripper command",
+        interval=0.3,
+    )
     assert refused(arm) >= before + len(bad) + 1
     after = peer.status()
     assert after["non_finite"] == 0, after["first_non_finite"]
@@ -181,8 +209,11 @@ def test_the_watchdog_stops_the_arm_when_commands_stop(arm):
     assert stopped[1] < goal[1] - 0.02  # stopped on the way, not at the target
     time.sleep(1.0)
     assert np.linalg.norm(arm.position() - stopped) < 0.001  # and stays stopped
-    wait_for(lambda: arm.driver_status().get("mode") == "holding", 30.0,
-             "diagnostics to say the arm holds")
+    wait_for(
+        lambda: arm.driver_status().get("mode") == "holding",
+        30.0,
+        "diagnostics to say the arm holds",
+    )
 
 
 def test_estop_stops_the_arm_and_refuses_motion_until_released(arm):
@@ -200,8 +231,11 @@ def test_estop_stops_the_arm_and_refuses_motion_until_released(arm):
     wait_for(lambda: arm.driver_status().get("estop") == "True", 30.0, "diagnostics: e-stop")
     assert arm.trigger("reset").success is False  # no reset under e-stop either
     assert arm.estop(False).success
-    wait_for(lambda: np.linalg.norm(arm.position() - goal) < TOL, 90.0,
-             "the arm to follow again once released")
+    wait_for(
+        lambda: np.linalg.norm(arm.position() - goal) < TOL,
+        90.0,
+        "the arm to follow again once released",
+    )
     arm.stop_stream()
 
 
@@ -212,8 +246,9 @@ def test_clear_error_recovers_from_a_reflex(cell, arm):
     arm.stream(goal)
     wait_for(lambda: arm.position()[1] > -0.07, 90.0, "the arm to get going")
     assert peer.reflex()["injected"]
-    wait_for(lambda: arm.driver_status().get("mode") == "fault", 30.0,
-             "diagnostics to report the reflex")
+    wait_for(
+        lambda: arm.driver_status().get("mode") == "fault", 30.0, "diagnostics to report the reflex"
+    )
     assert "reflex" in arm.driver_status()["fault"]
     arm.wait_still()
     stopped = arm.position()
@@ -222,8 +257,11 @@ def test_clear_error_recovers_from_a_reflex(cell, arm):
     response = arm.trigger("clear_error")
     assert response.success, response.message
     assert "reflex" in response.message
-    wait_for(lambda: np.linalg.norm(arm.position() - goal) < TOL, 90.0,
-             "the arm to follow again after clear_error")
+    wait_for(
+        lambda: np.linalg.norm(arm.position() - goal) < TOL,
+        90.0,
+        "the arm to follow again after clear_error",
+    )
     arm.stop_stream()
     assert peer.status()["reflex"] is False
 
@@ -252,11 +290,17 @@ def test_deactivate_stops_the_arm_and_activate_brings_control_back(arm):
     arm.wait_still()
     stopped = arm.position()
     assert stopped[1] < goal[1] - 0.02
-    wait_for(lambda: arm.driver_status().get("motion_enabled") == "False", 30.0,
-             "diagnostics: motion disabled")
+    wait_for(
+        lambda: arm.driver_status().get("motion_enabled") == "False",
+        30.0,
+        "diagnostics: motion disabled",
+    )
     assert arm.lifecycle("activate")
-    wait_for(lambda: np.linalg.norm(arm.position() - goal) < TOL, 90.0,
-             "the arm to follow again once active")
+    wait_for(
+        lambda: np.linalg.norm(arm.position() - goal) < TOL,
+        90.0,
+        "the arm to follow again once active",
+    )
     arm.stop_stream()
 
 
@@ -267,20 +311,38 @@ def test_the_actor_backend_reads_and_drives_the_driver(arm):
     from robot_rl.ros.backend import RosArmBackend, RosBackendConfig
 
     task = make_task("pick_cube", cameras=())
-    config = RosBackendConfig(use_sim_time=False, objects=(), max_age=1.0, slop=0.3,
-                              ready_timeout=60.0, node_name="franka_test_backend")
+    config = RosBackendConfig(
+        use_sim_time=False,
+        objects=(),
+        max_age=1.0,
+        slop=0.3,
+        ready_timeout=60.0,
+        node_name="franka_test_backend",
+    )
     backend = RosArmBackend(task, config)
     try:
         assert "at the reset pose" in backend.reset_robot()
         reading = backend.wait_until_ready(timeout=60.0)
-        assert {"tcp_pos", "tcp_quat", "tcp_vel", "wrench", "joint_pos", "joint_vel",
-                "gripper_pos"} <= set(reading)
+        assert {
+            "tcp_pos",
+            "tcp_quat",
+            "tcp_vel",
+            "wrench",
+            "joint_pos",
+            "joint_vel",
+            "gripper_pos",
+        } <= set(reading)
         start = reading["tcp_pos"]
         goal = start + np.array([0.0, 0.0, -0.05])
         deadline = time.monotonic() + 90.0
         while time.monotonic() < deadline:
-            backend.send({"tcp_pos": goal, "tcp_quat": np.array([0.0, 1.0, 0.0, 0.0]),
-                          "gripper": np.array([0.0])})
+            backend.send(
+                {
+                    "tcp_pos": goal,
+                    "tcp_quat": np.array([0.0, 1.0, 0.0, 0.0]),
+                    "gripper": np.array([0.0]),
+                }
+            )
             backend.advance()
             if np.linalg.norm(backend.read()["tcp_pos"] - goal) < TOL:
                 break
@@ -296,11 +358,17 @@ def test_reconnects_after_the_server_restarts(cell, arm):
     peer = cell[0]
     reconnects = int(arm.driver_status().get("reconnects", "0"))
     peer.kill()
-    wait_for(lambda: arm.driver_status().get("mode") == "disconnected", 60.0,
-             "diagnostics to report the lost connection")
+    wait_for(
+        lambda: arm.driver_status().get("mode") == "disconnected",
+        60.0,
+        "diagnostics to report the lost connection",
+    )
     peer.start()
-    wait_for(lambda: int(arm.driver_status().get("reconnects", "0")) > reconnects, 120.0,
-             "the driver to reconnect")
+    wait_for(
+        lambda: int(arm.driver_status().get("reconnects", "0")) > reconnects,
+        120.0,
+        "the driver to reconnect",
+    )
     since = time.monotonic()
     wait_for(lambda: len(arm.positions_since(since)) > 10, 60.0, "ee_pose after reconnecting")
     np.testing.assert_allclose(arm.position(), HOME, atol=0.01)  # a fresh simulated robot
@@ -311,12 +379,22 @@ def test_reconnects_after_the_server_restarts(cell, arm):
 
 def test_configure_fails_with_one_clear_line_when_nothing_answers(tmp_path):
     silent = loopback_host(250)  # nothing listens there
-    driver = Driver(tmp_path / "driver.log", namespace="/silent_arm", robot_ip=silent,
-                    connect_timeout=10.0)
+    driver = Driver(
+        tmp_path / "driver.log", namespace="/silent_arm", robot_ip=silent, connect_timeout=10.0
+    )
     try:
-        line = wait_for(lambda: next((ln for ln in driver.output().splitlines()
-                                      if "configure (open device) failed" in ln), None),
-                        120.0, "configure to fail")
+        line = wait_for(
+            lambda: next(
+                (
+                    ln
+                    for ln in driver.output().splitlines()
+                    if "configure (open device) failed" in ln
+                ),
+                None,
+            ),
+            120.0,
+            "configure to fail",
+        )
     finally:
         driver.stop()
     assert f"Franka at {silent} does not answer" in line
@@ -324,8 +402,13 @@ def test_configure_fails_with_one_clear_line_when_nothing_answers(tmp_path):
 
 
 def test_a_bad_workspace_is_refused_at_start(tmp_path):
-    driver = Driver(tmp_path / "driver.log", namespace="/bad_arm", robot_ip=loopback_host(251),
-                    workspace_min=[0.5, 0.0, 0.0], workspace_max=[0.4, 0.1, 0.1])
+    driver = Driver(
+        tmp_path / "driver.log",
+        namespace="/bad_arm",
+        robot_ip=loopback_host(251),
+        workspace_min=[0.5, 0.0, 0.0],
+        workspace_max=[0.4, 0.1, 0.1],
+    )
     assert driver.popen.wait(120) == 2
     driver.stop()
     lines = [ln for ln in driver.output().splitlines() if ln.strip()]

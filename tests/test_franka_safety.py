@@ -33,8 +33,9 @@ def test_a_fresh_finite_command_in_the_base_frame_passes():
     assert reason(frame="") is None
 
 
-@pytest.mark.parametrize("stamp, words", [
-    (0.0, "unstamped"), (NOW - 1.0, "stale"), (NOW + 1.0, "future")])
+@pytest.mark.parametrize(
+    "stamp, words", [(0.0, "unstamped"), (NOW - 1.0, "stale"), (NOW + 1.0, "future")]
+)
 def test_unstamped_stale_and_future_commands_are_refused(stamp, words):
     assert words in reason(stamp=stamp)
 
@@ -89,9 +90,11 @@ unit = st.floats(-1.0, 1.0)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.tuples(st.floats(0.3, 0.7), st.floats(-0.3, 0.3), st.floats(0.05, 0.6)),
-       st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(-5, 5)),
-       st.tuples(unit, unit, unit, unit).filter(lambda q: np.linalg.norm(q) > 0.1))
+@given(
+    st.tuples(st.floats(0.3, 0.7), st.floats(-0.3, 0.3), st.floats(0.05, 0.6)),
+    st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(-5, 5)),
+    st.tuples(unit, unit, unit, unit).filter(lambda q: np.linalg.norm(q) > 0.1),
+)
 def test_safe_targets_stay_in_the_box_and_within_one_step(current, target, quat):
     pos, out_quat = safe_target(current, DOWN, target, quat, BOX, 0.03, 0.2)
     assert BOX.contains(pos, tolerance=1e-9)
@@ -103,10 +106,21 @@ def test_safe_targets_stay_in_the_box_and_within_one_step(current, target, quat)
 def test_the_published_twist_is_the_finite_difference_of_two_poses():
     def reading(stamp, pos, quat):
         zeros = np.zeros(7)
-        return ArmState(stamp, zeros, zeros, zeros, np.array(pos, float), np.array(quat, float),
-                        np.zeros(6), np.zeros(6), None)
+        return ArmState(
+            stamp,
+            zeros,
+            zeros,
+            zeros,
+            np.array(pos, float),
+            np.array(quat, float),
+            np.zeros(6),
+            np.zeros(6),
+            None,
+        )
 
     turned = np.array([math.cos(0.005), 0.0, 0.0, math.sin(0.005)])  # 0.01 rad about z
-    twist = pose_twist(reading(1.0, [0.5, 0.0, 0.3], [1.0, 0.0, 0.0, 0.0]),
-                       reading(1.01, [0.5, 0.001, 0.3], turned))
+    twist = pose_twist(
+        reading(1.0, [0.5, 0.0, 0.3], [1.0, 0.0, 0.0, 0.0]),
+        reading(1.01, [0.5, 0.001, 0.3], turned),
+    )
     np.testing.assert_allclose(twist, [0.0, 0.1, 0.0, 0.0, 0.0, 1.0], atol=1e-9)

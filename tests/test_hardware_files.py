@@ -31,7 +31,8 @@ def test_a_device_type_gives_the_executable_and_the_role():
 
 def test_an_executable_the_registry_knows_is_typed_too():
     hardware = parse_hardware(
-        _file({"name": "arm_driver", "executable": "robot-rl-franka", "namespace": "/arm"}))
+        _file({"name": "arm_driver", "executable": "robot-rl-franka", "namespace": "/arm"})
+    )
     assert hardware.nodes[0].device_type == "franka"
 
 
@@ -60,8 +61,11 @@ def test_a_parameter_the_driver_does_not_have_is_refused():
     except (ImportError, AttributeError):
         pytest.skip("the franka driver's libraries are not installed")
     node = {**ARM, "parameters": {"robot_ip": "127.0.0.1", "stifness": 10.0}}
-    with pytest.raises(HardwareError, match=r"nodes\[0\].parameters: franka has no parameters "
-                                            r"\['stifness'\]"):
+    with pytest.raises(
+        HardwareError,
+        match=r"nodes\[0\].parameters: franka has no parameters "
+        r"\['stifness'\]",
+    ):
         parse_hardware(_file(node), "cell.yaml")
 
 
@@ -73,15 +77,22 @@ def test_every_shipped_hardware_file_is_valid_and_names_registered_devices(path)
     pytest.importorskip("rclpy")  # parameter names are checked against the drivers' configs
     hardware = load_hardware(path)
     assert all(node.device_type in DEVICES for node in hardware.nodes), hardware.nodes
-    assert any(node.role == "driver" and node.namespace == hardware.robot_namespace
-               for node in hardware.nodes)
+    assert any(
+        node.role == "driver" and node.namespace == hardware.robot_namespace
+        for node in hardware.nodes
+    )
 
 
 def test_serl_cell_serves_the_pick_cube_cameras():
-    hardware = load_hardware(Path(__file__).parents[1] / "hardware"
-                             / "fr3_realsense_spacemouse.yaml")
+    hardware = load_hardware(
+        Path(__file__).parents[1] / "hardware" / "fr3_realsense_spacemouse.yaml"
+    )
     assert hardware.robot_kind == "arm" and hardware.robot_namespace == "/arm"
     assert hardware.cameras == {"front": "/front_cam", "wrist": "/wrist_cam"}
     assert hardware.workspace_low == (0.3, -0.25, 0.015)
     assert [n.executable for n in hardware.nodes] == [
-        "robot-rl-franka", "robot-rl-realsense", "robot-rl-realsense", "robot-rl-spacemouse"]
+        "robot-rl-franka",
+        "robot-rl-realsense",
+        "robot-rl-realsense",
+        "robot-rl-spacemouse",
+    ]

@@ -22,8 +22,7 @@ CORE_MODULES = [
     "robot_rl.drivers.registry",
     "robot_rl.drivers.command_guard",
 ]
-HEAVY = ["rclpy", "mujoco", "torch", "pyrealsense2", "franky", "franky_sim", "hid", "evdev",
-         "cv2"]
+HEAVY = ["rclpy", "mujoco", "torch", "pyrealsense2", "franky", "franky_sim", "hid", "evdev", "cv2"]
 
 
 def test_core_imports_pull_in_no_ros_mujoco_torch_or_device_library():

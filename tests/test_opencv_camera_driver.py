@@ -48,14 +48,25 @@ def _node_factory(source: str, autostart: bool = True, **params):
 
     from robot_rl.drivers.cameras.opencv_camera import OpenCVCameraNode
 
-    values = {"source": source, "crop": CROP, "resize": RESIZE, "intrinsics": INTRINSICS,
-              "distortion": DISTORTION, "autostart": False, "max_frame_age": 2.0,
-              "stall_timeout": 1.0, "diagnostics_hz": 4.0, **params}
+    values = {
+        "source": source,
+        "crop": CROP,
+        "resize": RESIZE,
+        "intrinsics": INTRINSICS,
+        "distortion": DISTORTION,
+        "autostart": False,
+        "max_frame_age": 2.0,
+        "stall_timeout": 1.0,
+        "diagnostics_hz": 4.0,
+        **params,
+    }
 
     def make(context, namespace):
-        node = OpenCVCameraNode(context=context, namespace=namespace,
-                                parameter_overrides=[Parameter(k, value=v)
-                                                     for k, v in values.items()])
+        node = OpenCVCameraNode(
+            context=context,
+            namespace=namespace,
+            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
+        )
         if autostart:
             assert node.start(), "the node did not reach active"
         return node
@@ -67,11 +78,11 @@ def _marker(msg) -> int:
     return round(int(image_pixels(msg)[0, 0, 2]) / 5)
 
 
-def test_a_file_plays_cropped_resized_once_and_its_end_is_reported_stalled(video,
-                                                                           harness_factory):
+def test_a_file_plays_cropped_resized_once_and_its_end_is_reported_stalled(video, harness_factory):
     harness = harness_factory(_node_factory(str(video)))
-    status = harness.wait_for_status(lambda s: "end of the video file" in s.message, 120,
-                                     "the end of the file in diagnostics")
+    status = harness.wait_for_status(
+        lambda s: "end of the video file" in s.message, 120, "the end of the file in diagnostics"
+    )
     assert status.level == b"\x02" and status.message.startswith("stalled")
     images = harness.get("image_raw")
     assert images, "no image arrived"
@@ -92,8 +103,17 @@ def test_a_file_plays_cropped_resized_once_and_its_end_is_reported_stalled(video
 
     info = harness.get("camera_info")[-1]
     assert (info.width, info.height) == (60, 60)
-    expected = [100.0, 0.0, (79.5 - 16 + 0.5) / 2 - 0.5, 0.0, 100.5, (59.5 + 0.5) / 2 - 0.5,
-                0.0, 0.0, 1.0]
+    expected = [
+        100.0,
+        0.0,
+        (79.5 - 16 + 0.5) / 2 - 0.5,
+        0.0,
+        100.5,
+        (59.5 + 0.5) / 2 - 0.5,
+        0.0,
+        0.0,
+        1.0,
+    ]
     assert list(info.k) == pytest.approx(expected)
     assert list(info.d) == pytest.approx(DISTORTION)
 
@@ -112,18 +132,24 @@ def test_a_looping_file_plays_again(video, harness_factory):
     def markers():
         return [_marker(m) for m in harness.get("image_raw")]
 
-    wait_until(lambda: FRAMES - 1 in markers() and markers()[-1] < FRAMES - 1, 120,
-               "the file to start again")
+    wait_until(
+        lambda: FRAMES - 1 in markers() and markers()[-1] < FRAMES - 1,
+        120,
+        "the file to start again",
+    )
     assert harness.get("image_raw")[-1].width == 120  # no resize: the crop's size
     stamps = [stamp_seconds(m) for m in harness.get("image_raw")]
     assert stamps == sorted(set(stamps))
 
 
-@pytest.mark.parametrize(("source", "message"), [
-    ("/nonexistent/clip.avi", "no video file /nonexistent/clip.avi"),
-    ("/dev/video77", "no video device /dev/video77 (video devices here: "),
-    ("77", "no video device /dev/video77 (video devices here: "),
-])
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("/nonexistent/clip.avi", "no video file /nonexistent/clip.avi"),
+        ("/dev/video77", "no video device /dev/video77 (video devices here: "),
+        ("77", "no video device /dev/video77 (video devices here: "),
+    ],
+)
 def test_a_missing_source_fails_configure_with_one_line(source, message):
     from robot_rl.drivers.cameras.driver_node import SourceMissing
     from robot_rl.drivers.cameras.opencv_camera import OpenCVCameraConfig, OpenCVSource
@@ -157,10 +183,23 @@ def test_the_console_script_plays_the_file_and_stops_on_sigint(video, tmp_path):
     log = tmp_path / "camera.log"
     with open(log, "w") as out:
         child = subprocess.Popen(
-            [sys.executable, "-m", "robot_rl.drivers.cameras.opencv_camera", "--ros-args",
-             "-r", "__ns:=/script_cam", "-p", f"source:={video}", "-p", "loop:=true",
-             "-p", "resize:=[32,0]"],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "robot_rl.drivers.cameras.opencv_camera",
+                "--ros-args",
+                "-r",
+                "__ns:=/script_cam",
+                "-p",
+                f"source:={video}",
+                "-p",
+                "loop:=true",
+                "-p",
+                "resize:=[32,0]",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         harness = None

@@ -24,8 +24,9 @@ from camera_helpers import image_pixels, stamp_seconds, wait_until
 from robot_rl.drivers.cameras.image_pipeline import Intrinsics
 
 SERIAL = "817612070001"
-INTRINSICS = Intrinsics(640, 480, 612.0, 611.0, 318.5, 243.25, "plumb_bob",
-                        (0.12, -0.25, 0.001, -0.002, 0.1))
+INTRINSICS = Intrinsics(
+    640, 480, 612.0, 611.0, 318.5, 243.25, "plumb_bob", (0.12, -0.25, 0.001, -0.002, 0.1)
+)
 CROP, RESIZE = [80, 0, 480, 480], [120, 120]  # a 4:1 shrink of 4x4 pixel tiles
 
 
@@ -46,8 +47,14 @@ def _depth() -> np.ndarray:
 class Feeder:
     """Injects frames into a software RealSense at about ``hz`` from a thread of its own."""
 
-    def __init__(self, camera, hz: float = 30.0, domain: str = "global_time",
-                 depth: np.ndarray | None = None, start_ms: float | None = None):
+    def __init__(
+        self,
+        camera,
+        hz: float = 30.0,
+        domain: str = "global_time",
+        depth: np.ndarray | None = None,
+        start_ms: float | None = None,
+    ):
         self.camera, self.period, self.domain, self.depth = camera, 1.0 / hz, domain, depth
         self.start_ms = start_ms
         self.stamps: dict[int, float] = {}  # marker -> timestamp (ms) fed
@@ -80,8 +87,9 @@ DEPTH_INTRINSICS = Intrinsics(640, 480, 400.0, 400.0, 319.5, 239.5)  # wider tha
 def _software_camera(depth: bool = False):
     from robot_rl.drivers.cameras.software_realsense import SoftwareRealSense
 
-    return SoftwareRealSense(SERIAL, intrinsics=INTRINSICS, depth=depth,
-                             depth_intrinsics=DEPTH_INTRINSICS)
+    return SoftwareRealSense(
+        SERIAL, intrinsics=INTRINSICS, depth=depth, depth_intrinsics=DEPTH_INTRINSICS
+    )
 
 
 def _node_factory(devices, depth: bool = False, autostart: bool = True, **params):
@@ -89,14 +97,27 @@ def _node_factory(devices, depth: bool = False, autostart: bool = True, **params
 
     from robot_rl.drivers.cameras.realsense import RealSenseNode
 
-    values = {"serial": SERIAL, "crop": CROP, "resize": RESIZE, "depth": depth,
-              "autostart": False, "max_frame_age": 2.0, "stall_timeout": 1.0,
-              "reconnect_after": 1.5, "reconnect_period": 0.5, "diagnostics_hz": 4.0, **params}
+    values = {
+        "serial": SERIAL,
+        "crop": CROP,
+        "resize": RESIZE,
+        "depth": depth,
+        "autostart": False,
+        "max_frame_age": 2.0,
+        "stall_timeout": 1.0,
+        "reconnect_after": 1.5,
+        "reconnect_period": 0.5,
+        "diagnostics_hz": 4.0,
+        **params,
+    }
 
     def make(context, namespace):
-        node = RealSenseNode(devices=devices, context=context, namespace=namespace,
-                             parameter_overrides=[Parameter(k, value=v)
-                                                  for k, v in values.items()])
+        node = RealSenseNode(
+            devices=devices,
+            context=context,
+            namespace=namespace,
+            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
+        )
         if autostart:
             assert node.start(), "the node did not reach active"
         return node
@@ -106,18 +127,25 @@ def _node_factory(devices, depth: bool = False, autostart: bool = True, **params
 
 def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(harness_factory):
     camera = _software_camera(depth=True)
-    harness = harness_factory(_node_factory(lambda: [camera.device], depth=True,
-                                            align_depth=False), depth=True)
+    harness = harness_factory(
+        _node_factory(lambda: [camera.device], depth=True, align_depth=False), depth=True
+    )
     feeder = Feeder(camera, depth=_depth())
     try:
-        wait_until(lambda: len(harness.get("image_raw")) >= 5
-                   and len(harness.get("depth/image_raw")) >= 5, 90, "colour and depth images")
+        wait_until(
+            lambda: len(harness.get("image_raw")) >= 5 and len(harness.get("depth/image_raw")) >= 5,
+            90,
+            "colour and depth images",
+        )
     finally:
         feeder.stop()
     # an image and its camera_info (best effort: the probe may miss one of a pair)
     infos = {(i.header.stamp.sec, i.header.stamp.nanosec): i for i in harness.get("camera_info")}
-    image = next(m for m in reversed(harness.get("image_raw"))
-                 if (m.header.stamp.sec, m.header.stamp.nanosec) in infos)
+    image = next(
+        m
+        for m in reversed(harness.get("image_raw"))
+        if (m.header.stamp.sec, m.header.stamp.nanosec) in infos
+    )
     info = infos[(image.header.stamp.sec, image.header.stamp.nanosec)]
     assert (image.encoding, image.width, image.height) == ("rgb8", 120, 120)
     pixels = image_pixels(image)
@@ -130,8 +158,17 @@ def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(ha
     assert stamp_seconds(image) == pytest.approx(feeder.stamps[marker] / 1000.0, abs=1e-6)
 
     assert (info.width, info.height, info.distortion_model) == (120, 120, "plumb_bob")
-    expected = [612.0 / 4, 0.0, (318.5 - 80 + 0.5) / 4 - 0.5,
-                0.0, 611.0 / 4, (243.25 + 0.5) / 4 - 0.5, 0.0, 0.0, 1.0]
+    expected = [
+        612.0 / 4,
+        0.0,
+        (318.5 - 80 + 0.5) / 4 - 0.5,
+        0.0,
+        611.0 / 4,
+        (243.25 + 0.5) / 4 - 0.5,
+        0.0,
+        0.0,
+        1.0,
+    ]
     assert list(info.k) == pytest.approx(expected, abs=1e-4)
     assert list(info.d) == pytest.approx(list(INTRINSICS.coefficients), abs=1e-6)
     assert info.header.frame_id == image.header.frame_id == "realsense_optical_frame"
@@ -180,8 +217,9 @@ def test_hardware_clock_frames_are_stamped_on_the_host_clock(harness_factory):
 
 def test_stale_and_repeated_frames_are_never_published(harness_factory):
     camera = _software_camera()
-    harness = harness_factory(_node_factory(lambda: [camera.device], max_frame_age=1.0,
-                                            reconnect_after=60.0))
+    harness = harness_factory(
+        _node_factory(lambda: [camera.device], max_frame_age=1.0, reconnect_after=60.0)
+    )
 
     def markers():
         return [int(image_pixels(m)[0, 0, 2]) for m in harness.get("image_raw")]
@@ -197,6 +235,7 @@ def test_stale_and_repeated_frames_are_never_published(harness_factory):
                 camera.feed(_color(marker), time.time() * 1000.0, marker)
                 last_fed[0] = time.monotonic()
             return False
+
         wait_until(published, 60, f"frame {marker}")
 
     feed_until_published(1)
@@ -204,8 +243,10 @@ def test_stale_and_repeated_frames_are_never_published(harness_factory):
     stamp_ms = stamp_seconds(first) * 1000.0
     gate = harness.node._gates["color"]
     # one at a time: the pipeline's frame queue keeps only the newest frame
-    for marker, stale_stamp_ms in ((2, stamp_ms),  # a repeated timestamp
-                                   (3, stamp_ms - 20.0)):  # an older one
+    for marker, stale_stamp_ms in (
+        (2, stamp_ms),  # a repeated timestamp
+        (3, stamp_ms - 20.0),
+    ):  # an older one
         dropped = gate.dropped
         camera.feed(_color(marker), stale_stamp_ms, marker)
         wait_until(lambda dropped=dropped: gate.dropped > dropped, 30, f"frame {marker} refused")
@@ -220,12 +261,16 @@ def test_stale_and_repeated_frames_are_never_published(harness_factory):
     assert 2 not in markers() and 3 not in markers() and 4 not in markers()
     stamps = [stamp_seconds(m) for m in harness.get("image_raw")]
     assert stamps == sorted(set(stamps))  # in order, and no frame published twice
-    harness.wait_for_status(lambda s: int(dict((v.key, v.value) for v in s.values)
-                                          ["dropped_stale"]) >= 3, 30, "the drops in diagnostics")
+    harness.wait_for_status(
+        lambda s: int(dict((v.key, v.value) for v in s.values)["dropped_stale"]) >= 3,
+        30,
+        "the drops in diagnostics",
+    )
 
 
 def test_a_missing_serial_fails_configure_in_one_line_and_the_device_is_found_later(
-        harness_factory):
+    harness_factory,
+):
     from rclpy.lifecycle import TransitionCallbackReturn
 
     from robot_rl.drivers.cameras.driver_node import SourceMissing
@@ -240,10 +285,12 @@ def test_a_missing_serial_fails_configure_in_one_line_and_the_device_is_found_la
     present: list = []
     harness = harness_factory(_node_factory(lambda: list(present), autostart=False))
     assert harness.node.trigger_configure() == TransitionCallbackReturn.FAILURE
-    status = harness.wait_for_status(lambda s: s.message.startswith("not configured"), 30,
-                                     "the failed configure in diagnostics")
-    assert status.message == (f"not configured: no RealSense with serial {SERIAL} is "
-                              f"connected (connected: none)")
+    status = harness.wait_for_status(
+        lambda s: s.message.startswith("not configured"), 30, "the failed configure in diagnostics"
+    )
+    assert status.message == (
+        f"not configured: no RealSense with serial {SERIAL} is connected (connected: none)"
+    )
     camera = _software_camera()
     present.append(camera.device)  # plugged in: a lifecycle manager's next configure works
     assert harness.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
@@ -266,20 +313,26 @@ def test_the_node_reports_a_lost_device_and_reconnects_when_it_comes_back(harnes
     present.clear()
     count = len(harness.get("image_raw"))
     harness.wait_for_status(lambda s: "stalled" in s.message, 30, "a stalled status")
-    lost = harness.wait_for_status(lambda s: "not connected" in s.message, 30,
-                                   "a not-connected status")
+    lost = harness.wait_for_status(
+        lambda s: "not connected" in s.message, 30, "a not-connected status"
+    )
     assert f"no RealSense with serial {SERIAL}" in lost.message
     assert len(harness.get("image_raw")) == count  # nothing republished while it was away
 
     present.append(_software_camera())  # plugged in again
     feeder = Feeder(present[0])
     try:
-        wait_until(lambda: len(harness.get("image_raw")) >= count + 3, 60,
-                   "images after reconnecting")
+        wait_until(
+            lambda: len(harness.get("image_raw")) >= count + 3, 60, "images after reconnecting"
+        )
         status = harness.wait_for_status(
-            lambda s: s.message == "streaming"
-            and dict((v.key, v.value) for v in s.values)["reconnects"] == "1", 30,
-            "an OK status after the reconnect")
+            lambda s: (
+                s.message == "streaming"
+                and dict((v.key, v.value) for v in s.values)["reconnects"] == "1"
+            ),
+            30,
+            "an OK status after the reconnect",
+        )
     finally:
         feeder.stop()
     assert status.hardware_id == f"realsense/{SERIAL}"
@@ -291,14 +344,25 @@ def test_the_console_script_names_a_missing_serial_in_one_line(tmp_path):
     log = tmp_path / "realsense.log"
     with open(log, "w") as out:
         child = subprocess.Popen(
-            [sys.executable, "-m", "robot_rl.drivers.cameras.realsense", "--ros-args",
-             "-p", "serial:='000000000000'"],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "robot_rl.drivers.cameras.realsense",
+                "--ros-args",
+                "-p",
+                "serial:='000000000000'",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         try:
-            wait_until(lambda: "could not start" in log.read_text() or child.poll() is not None,
-                       120, "the node's start")
+            wait_until(
+                lambda: "could not start" in log.read_text() or child.poll() is not None,
+                120,
+                "the node's start",
+            )
         finally:
             child.send_signal(signal.SIGINT)
             child.wait(timeout=30)
@@ -306,18 +370,17 @@ def test_the_console_script_names_a_missing_serial_in_one_line(tmp_path):
     assert "Traceback" not in text
     lines = [line for line in text.splitlines() if "configure (open device) failed" in line]
     assert len(lines) == 1
-    assert lines[0].endswith("no RealSense with serial 000000000000 is connected "
-                             "(connected: none)")
+    assert lines[0].endswith("no RealSense with serial 000000000000 is connected (connected: none)")
 
 
 def test_a_stream_the_device_cannot_give_fails_configure_in_one_line():
     from robot_rl.drivers.cameras.realsense import RealSenseConfig, RealSenseSource
 
     camera = _software_camera()  # colour only, 640x480 at 30 Hz
-    for config, wanted in ((RealSenseConfig(serial=SERIAL, width=1280, height=720),
-                            "color at 1280x720, 30 Hz"),
-                           (RealSenseConfig(serial=SERIAL, depth=True),
-                            "color and depth at 640x480, 30 Hz")):
+    for config, wanted in (
+        (RealSenseConfig(serial=SERIAL, width=1280, height=720), "color at 1280x720, 30 Hz"),
+        (RealSenseConfig(serial=SERIAL, depth=True), "color and depth at 640x480, 30 Hz"),
+    ):
         with pytest.raises(ValueError) as error:
             RealSenseSource(config, lambda: [camera.device]).open()
         message = str(error.value)
@@ -356,8 +419,7 @@ def test_the_actor_backend_reads_the_nodes_images_as_it_reads_the_twins(harness_
     camera = _software_camera()
     harness_factory(_node_factory(lambda: [camera.device]), namespace="/front_cam")
     task = SimpleNamespace(robot="arm", control_hz=10.0, cameras=("front",), image_size=120)
-    backend = RosRobotBackend(task, RosBackendConfig(use_sim_time=False, max_age=2.0),
-                              "/arm")
+    backend = RosRobotBackend(task, RosBackendConfig(use_sim_time=False, max_age=2.0), "/arm")
     feeder = Feeder(camera)
     try:
         reading = backend.wait_until_ready(timeout=90)

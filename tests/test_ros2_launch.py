@@ -26,8 +26,10 @@ from process_helpers import Processes
 from ros_helpers import Spinner
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY_LEARNER = ("--agent.num-critics 2 --agent.hidden-dims 32 32 --batch-size 32 --demos 0 "
-                "--start-steps 50 --utd-ratio 1")
+TINY_LEARNER = (
+    "--agent.num-critics 2 --agent.hidden-dims 32 32 --batch-size 32 --demos 0 "
+    "--start-steps 50 --utd-ratio 1"
+)
 TINY_UP = ["--agent.num-critics", "2", "--agent.hidden-dims", "32", "32", "--batch-size", "32",
            "--demos", "0", "--start-steps", "50", "--utd-ratio", "1"]  # fmt: skip
 ESCALATION = re.compile(r"escalating to '?SIG(TERM|KILL)")
@@ -47,11 +49,22 @@ class Launch:
     def __init__(self, tmp: Path, launch_file: str, **arguments: str):
         self.log = tmp / f"{launch_file}.log"
         self._out = open(self.log, "w")  # noqa: SIM115 (closed in close)
-        command = [require_launch(), "launch", "robot_rl", launch_file,
-                   *(f"{k}:={v}" for k, v in arguments.items())]
-        self.popen = subprocess.Popen(command, stdout=self._out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, env=ros2_env(tmp / "ros_log"),
-                                      start_new_session=True, cwd=tmp)
+        command = [
+            require_launch(),
+            "launch",
+            "robot_rl",
+            launch_file,
+            *(f"{k}:={v}" for k, v in arguments.items()),
+        ]
+        self.popen = subprocess.Popen(
+            command,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=ros2_env(tmp / "ros_log"),
+            start_new_session=True,
+            cwd=tmp,
+        )
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -67,8 +80,9 @@ class Launch:
         try:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"ros2 launch still running {timeout} s after SIGINT:\n"
-                                 + self.output()[-4000:]) from None
+            raise AssertionError(
+                f"ros2 launch still running {timeout} s after SIGINT:\n" + self.output()[-4000:]
+            ) from None
 
     def close(self) -> None:
         if self.popen.poll() is None:
@@ -94,12 +108,18 @@ class GraphProbe:
     def snapshot(self) -> dict[str, set]:
         own = f"/{self.NAME}"
         node = self.node
-        nodes = {(ns.rstrip("/") + "/" + name) for name, ns in
-                 node.get_node_names_and_namespaces() if name != self.NAME}
+        nodes = {
+            (ns.rstrip("/") + "/" + name)
+            for name, ns in node.get_node_names_and_namespaces()
+            if name != self.NAME
+        }
         # launch_ros may add a node of its own (launch_ros_<pid>) for its event handlers
         nodes = {n for n in nodes if not n.rsplit("/", 1)[-1].startswith("launch_ros_")}
-        services = {(name, tuple(types)) for name, types in
-                    node.get_service_names_and_types() if not name.startswith(own + "/")}
+        services = {
+            (name, tuple(types))
+            for name, types in node.get_service_names_and_types()
+            if not name.startswith(own + "/")
+        }
         topics = {(name, tuple(types)) for name, types in node.get_topic_names_and_types()}
         return {"nodes": nodes, "topics": topics, "services": services}
 
@@ -113,17 +133,23 @@ def wait_for(condition, timeout: float, what: str, log=None, popen=None):
         if condition():
             return
         if popen is not None and popen.poll() is not None:
-            raise AssertionError(f"{what}: the process exited ({popen.returncode}):\n"
-                                 + (log()[-4000:] if log else ""))
+            raise AssertionError(
+                f"{what}: the process exited ({popen.returncode}):\n"
+                + (log()[-4000:] if log else "")
+            )
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {what}" + (f":\n{log()[-4000:]}" if log else ""))
 
 
-def settled_graph(probe: GraphProbe, expected_nodes: set[str], timeout: float, log,
-                  popen) -> dict:
+def settled_graph(probe: GraphProbe, expected_nodes: set[str], timeout: float, log, popen) -> dict:
     """The graph once every expected node is there and nothing changed for 5 s."""
-    wait_for(lambda: expected_nodes <= probe.snapshot()["nodes"], timeout,
-             f"nodes {sorted(expected_nodes)}", log, popen)
+    wait_for(
+        lambda: expected_nodes <= probe.snapshot()["nodes"],
+        timeout,
+        f"nodes {sorted(expected_nodes)}",
+        log,
+        popen,
+    )
     last, since = probe.snapshot(), time.monotonic()
     while time.monotonic() - since < 5:
         time.sleep(0.5)
@@ -170,8 +196,14 @@ def test_robot_rl_is_indexed_under_the_venv_prefix(tmp_path):
     if os.environ.get("ROBOT_RL_VENV"):  # a shell that sourced scripts/setup.sh
         prefixes = os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)
         assert os.environ["ROBOT_RL_VENV"] in prefixes
-    found = subprocess.run([ros2, "pkg", "prefix", "robot_rl"], capture_output=True, text=True,
-                           env=ros2_env(tmp_path), timeout=120, check=False)
+    found = subprocess.run(
+        [ros2, "pkg", "prefix", "robot_rl"],
+        capture_output=True,
+        text=True,
+        env=ros2_env(tmp_path),
+        timeout=120,
+        check=False,
+    )
     assert found.returncode == 0, found.stderr
     assert Path(found.stdout.strip()) == PREFIX
 
@@ -179,8 +211,9 @@ def test_robot_rl_is_indexed_under_the_venv_prefix(tmp_path):
 @pytest.mark.parametrize("cameras", ["", "front"], ids=["state", "camera"])
 def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe, tmp_path):
     processes = Processes(tmp_path)
-    expected = {"/arm/arm_twin", "/actor"} | ({f"/{cameras}_cam/{cameras}_camera"}
-                                             if cameras else set())
+    expected = {"/arm/arm_twin", "/actor"} | (
+        {f"/{cameras}_cam/{cameras}_camera"} if cameras else set()
+    )
     camera_args = ["--cameras", cameras, "--image-size", "32"] if cameras else []
     try:
         up = processes.start(
@@ -195,10 +228,17 @@ def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe
         processes.close()
 
     camera_args = {"cameras": cameras, "image_size": "32"} if cameras else {}
-    launch = Launch(tmp_path, "sim.launch.py", task="pick_cube", speedup="2.0",
-                    total_steps="100000", run_dir=str(tmp_path / "launch"),
-                    learner=f"tcp://127.0.0.1:{free_port()}", learner_args=TINY_LEARNER,
-                    **camera_args)
+    launch = Launch(
+        tmp_path,
+        "sim.launch.py",
+        task="pick_cube",
+        speedup="2.0",
+        total_steps="100000",
+        run_dir=str(tmp_path / "launch"),
+        learner=f"tcp://127.0.0.1:{free_port()}",
+        learner_args=TINY_LEARNER,
+        **camera_args,
+    )
     try:
         launch_graph = settled_graph(probe, expected, 240, launch.output, launch.popen)
         # a topic or service that shows up late in one of them: wait for it in the other
@@ -209,16 +249,24 @@ def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe
         for key in ("nodes", "topics", "services"):
             assert launch_graph[key] == up_graph[key], (
                 f"{key}: only under ros2 launch {sorted(launch_graph[key] - up_graph[key])}, "
-                f"only under robot-rl up {sorted(up_graph[key] - launch_graph[key])}")
+                f"only under robot-rl up {sorted(up_graph[key] - launch_graph[key])}"
+            )
         if cameras:
             assert ("/diagnostics", ("diagnostic_msgs/msg/DiagnosticArray",)) in launch_graph[
-                "topics"]
+                "topics"
+            ]
         # the learner has trained, so its checkpoint on SIGINT is a real one
-        wait_for(lambda: "updates" in launch.output() and re.search(
-            r"\[learner-\d+\] transitions \d+ .*updates [1-9]", launch.output()), 300,
-            "learner updates", launch.output, launch.popen)
-        pids = [int(p) for p in re.findall(r"process started with pid \[(\d+)\]",
-                                           launch.output())]
+        wait_for(
+            lambda: (
+                "updates" in launch.output()
+                and re.search(r"\[learner-\d+\] transitions \d+ .*updates [1-9]", launch.output())
+            ),
+            300,
+            "learner updates",
+            launch.output,
+            launch.popen,
+        )
+        pids = [int(p) for p in re.findall(r"process started with pid \[(\d+)\]", launch.output())]
         assert len(pids) == len(expected) + 1  # the nodes and the learner
         code = launch.interrupt(terminal=bool(cameras))  # Ctrl-C in a terminal, with a camera
         out = launch.output()
@@ -229,9 +277,12 @@ def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe
         names = {n.rsplit("/", 1)[-1] for n in expected} | {"learner"}
         assert labels == names, f"process labels {labels}, expected the node names {names}"
         for name in names:  # each one stopped by itself: a clean exit or its interrupted 130
-            ends = re.findall(rf"\[INFO\] \[{name}-\d+\]: process has finished cleanly|"
-                              rf"\[ERROR\] \[{name}-\d+\]: process has died \[pid \d+, exit code "
-                              rf"(-?\d+)", out)
+            ends = re.findall(
+                rf"\[INFO\] \[{name}-\d+\]: process has finished cleanly|"
+                rf"\[ERROR\] \[{name}-\d+\]: process has died \[pid \d+, exit code "
+                rf"(-?\d+)",
+                out,
+            )
             assert ends and all(code in ("", "130") for code in ends), (name, ends)
         assert "checkpoint written" in out
     finally:
@@ -248,8 +299,13 @@ def test_robot_launch_with_a_missing_driver_fails_with_one_message(tmp_path):
         "  - {name: front_camera, executable: robot-rl-no-such-camera, role: camera,\n"
         "     camera: front, namespace: /front_cam}\n"
     )
-    launch = Launch(tmp_path, "robot.launch.py", hardware=str(hardware), task="pick_cube",
-                    run_dir=str(tmp_path / "run"))
+    launch = Launch(
+        tmp_path,
+        "robot.launch.py",
+        hardware=str(hardware),
+        task="pick_cube",
+        run_dir=str(tmp_path / "run"),
+    )
     try:
         code = launch.popen.wait(180)
     finally:
@@ -266,11 +322,22 @@ def test_robot_launch_with_a_missing_driver_fails_with_one_message(tmp_path):
 def test_learner_launch_writes_its_checkpoint_on_sigint(tmp_path):
     pytest.importorskip("mujoco")
     run_dir = tmp_path / "run"
-    launch = Launch(tmp_path, "learner.launch.py", task="pick_cube", run_dir=str(run_dir),
-                    learner=f"tcp://127.0.0.1:{free_port()}", learner_args=TINY_LEARNER)
+    launch = Launch(
+        tmp_path,
+        "learner.launch.py",
+        task="pick_cube",
+        run_dir=str(run_dir),
+        learner=f"tcp://127.0.0.1:{free_port()}",
+        learner_args=TINY_LEARNER,
+    )
     try:
-        wait_for(lambda: "[learner-1] learner pick_cube on tcp://" in launch.output(), 240,
-                 "the learner to serve", launch.output, launch.popen)
+        wait_for(
+            lambda: "[learner-1] learner pick_cube on tcp://" in launch.output(),
+            240,
+            "the learner to serve",
+            launch.output,
+            launch.popen,
+        )
         code = launch.interrupt()
     finally:
         launch.close()

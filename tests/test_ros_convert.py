@@ -22,8 +22,13 @@ def _image(encoding, shape):
 
 @pytest.mark.parametrize(
     ("encoding", "shape"),
-    [("rgb8", (5, 7, 3)), ("bgr8", (4, 6, 3)), ("mono8", (3, 5)), ("16UC1", (4, 3)),
-     ("32FC1", (2, 9))],
+    [
+        ("rgb8", (5, 7, 3)),
+        ("bgr8", (4, 6, 3)),
+        ("mono8", (3, 5)),
+        ("16UC1", (4, 3)),
+        ("32FC1", (2, 9)),
+    ],
 )
 def test_image_round_trip(encoding, shape):
     image = _image(encoding, shape)
@@ -36,8 +41,10 @@ def test_image_round_trip(encoding, shape):
     assert not np.shares_memory(back, np.frombuffer(msg.data, np.uint8))
 
 
-@pytest.mark.parametrize(("encoding", "shape"), [("rgb8", (3, 5, 3)), ("16UC1", (4, 3)),
-                                                 ("32FC1", (2, 3)), ("mono8", (3, 3))])
+@pytest.mark.parametrize(
+    ("encoding", "shape"),
+    [("rgb8", (3, 5, 3)), ("16UC1", (4, 3)), ("32FC1", (2, 3)), ("mono8", (3, 3))],
+)
 def test_image_with_row_padding_and_big_endian(encoding, shape):
     image = _image(encoding, shape)
     dtype, _ = convert.IMAGE_ENCODINGS[encoding]

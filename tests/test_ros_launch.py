@@ -34,9 +34,16 @@ from robot_rl.stack import ProcessSpec, ros_value
 
 ROOT = Path(__file__).resolve().parents[1]
 FRANKA = ROOT / "hardware" / "fr3_realsense_spacemouse.yaml"
-TINY = UpConfig("sim", cameras=("front",), image_size=32, speedup=3.0, total_steps=500,
-                batch_size=32, demos=0,
-                agent=LEARNER_AGENT.replace(num_critics=2, hidden_dims=(32, 32)))
+TINY = UpConfig(
+    "sim",
+    cameras=("front",),
+    image_size=32,
+    speedup=3.0,
+    total_steps=500,
+    batch_size=32,
+    demos=0,
+    agent=LEARNER_AGENT.replace(num_critics=2, hidden_dims=(32, 32)),
+)
 
 
 def load_launch_file(name: str, monkeypatch):
@@ -50,12 +57,23 @@ def load_launch_file(name: str, monkeypatch):
 
 
 def launch_values(cfg: UpConfig, run_dir: Path, endpoint: str) -> dict[str, str]:
-    learner_args = ["--batch-size", str(cfg.batch_size), *agent_flags(cfg.agent),
-                    "--demos", str(cfg.demos)]
-    return {"task": cfg.task, "cameras": ",".join(cfg.cameras),
-            "image_size": str(cfg.image_size), "speedup": str(cfg.speedup),
-            "learner": endpoint, "run_dir": str(run_dir), "total_steps": str(cfg.total_steps),
-            "learner_args": " ".join(learner_args)}
+    learner_args = [
+        "--batch-size",
+        str(cfg.batch_size),
+        *agent_flags(cfg.agent),
+        "--demos",
+        str(cfg.demos),
+    ]
+    return {
+        "task": cfg.task,
+        "cameras": ",".join(cfg.cameras),
+        "image_size": str(cfg.image_size),
+        "speedup": str(cfg.speedup),
+        "learner": endpoint,
+        "run_dir": str(run_dir),
+        "total_steps": str(cfg.total_steps),
+        "learner_args": " ".join(learner_args),
+    }
 
 
 def test_sim_launch_starts_what_robot_rl_up_starts(monkeypatch, tmp_path):
@@ -67,7 +85,10 @@ def test_sim_launch_starts_what_robot_rl_up_starts(monkeypatch, tmp_path):
     assert [p.name for p in up] == ["arm_twin", "front_camera", "actor", "learner"]
     # with every default, too
     assert load_launch_file("sim.launch.py", monkeypatch).describe(
-        run_dir=str(tmp_path), learner=endpoint, total_steps="4000", speedup="4.0",
+        run_dir=str(tmp_path),
+        learner=endpoint,
+        total_steps="4000",
+        speedup="4.0",
     ) == planned_processes(UpConfig("sim"), tmp_path, endpoint)
 
 
@@ -78,8 +99,15 @@ def test_stack_roles_names_and_ros_parameters(tmp_path):
     assert actor.parameters == {"use_sim_time": True} and actor.name == "actor"
     command = actor.command()
     assert command[1:3] == ["-m", "robot_rl.ros.actor_node"]
-    assert command[command.index("--ros-args"):] == [
-        "--ros-args", "-r", "__node:=actor", "-r", "__ns:=/", "-p", "use_sim_time:=true"]
+    assert command[command.index("--ros-args") :] == [
+        "--ros-args",
+        "-r",
+        "__node:=actor",
+        "-r",
+        "__ns:=/",
+        "-p",
+        "use_sim_time:=true",
+    ]
     assert not learner.ros_node and "--ros-args" not in learner.command()
     assert learner.command()[3:5] == ["learner", "--task"]
     assert "--agent.hidden-dims" in learner.arguments and "--batch-size" in learner.arguments
@@ -114,16 +142,21 @@ def test_launch_actions_carry_the_description_unchanged(monkeypatch, tmp_path):
 
 def test_robot_launch_starts_the_hardware_files_drivers_and_the_actor(monkeypatch, tmp_path):
     launch_file = load_launch_file("robot.launch.py", monkeypatch)
-    processes = launch_file.describe(hardware=str(FRANKA), cameras="front,wrist",
-                                     run_dir=str(tmp_path))
+    processes = launch_file.describe(
+        hardware=str(FRANKA), cameras="front,wrist", run_dir=str(tmp_path)
+    )
     names = [p.name for p in processes]
     assert names == ["franka_driver", "front_camera", "wrist_camera", "spacemouse", "actor"]
     actor = processes[-1]
     assert actor.parameters == {"use_sim_time": False}
     args = list(actor.arguments)
     assert args[args.index("--ros.namespace") + 1] == "/arm"
-    assert args[args.index("--ros.camera-namespaces") + 1:][:4] == [
-        "front", "/front_cam", "wrist", "/wrist_cam"]
+    assert args[args.index("--ros.camera-namespaces") + 1 :][:4] == [
+        "front",
+        "/front_cam",
+        "wrist",
+        "/wrist_cam",
+    ]
     # the parameters reach the driver as typed ROS values
     driver = processes[0].command()
     assert driver[0] == "robot-rl-franka" and "robot_ip:=172.16.0.2" in driver
@@ -151,9 +184,16 @@ def test_learner_launch_and_launch_arguments(monkeypatch, tmp_path):
 def _hardware(**changes):
     data = {
         "robot": {"kind": "arm", "namespace": "/arm"},
-        "nodes": [{"name": "arm_driver", "executable": "robot-rl-franka", "namespace": "/arm"},
-                  {"name": "cam", "executable": "robot-rl-realsense", "role": "camera",
-                   "camera": "front", "namespace": "/front_cam"}],
+        "nodes": [
+            {"name": "arm_driver", "executable": "robot-rl-franka", "namespace": "/arm"},
+            {
+                "name": "cam",
+                "executable": "robot-rl-realsense",
+                "role": "camera",
+                "camera": "front",
+                "namespace": "/front_cam",
+            },
+        ],
     }
     data.update(changes)
     return data
@@ -184,19 +224,26 @@ def test_up_passes_the_agent_and_only_non_default_learner_options():
     assert LearnerConfig().utd_ratio == LEARNER_UTD_RATIO
     assert LearnerConfig().agent == LEARNER_AGENT
     assert agent_flags(LEARNER_AGENT) == []
-    agent = LEARNER_AGENT.replace(num_critics=2, hidden_dims=(32, 32), critic_layer_norm=False,
-                                  critic_subsample=None)
+    agent = LEARNER_AGENT.replace(
+        num_critics=2, hidden_dims=(32, 32), critic_layer_norm=False, critic_subsample=None
+    )
     parsed = tyro.cli(LearnerConfig, args=agent_flags(agent))
     assert parsed.agent == agent
 
 
 def test_split_ros_args_and_ros_values():
-    own, ros = split_ros_args(["--task", "x", "--ros-args", "-r", "__node:=a", "--", "--seed",
-                               "1"])
+    own, ros = split_ros_args(["--task", "x", "--ros-args", "-r", "__node:=a", "--", "--seed", "1"])
     assert own == ["--task", "x", "--seed", "1"]
     assert ros == ["--ros-args", "-r", "__node:=a"]
     assert [ros_value(v) for v in (True, 3, 2.5, "a", "5", "true", [1, 2])] == [
-        "true", "3", "2.5", "a", "'5'", "'true'", "[1, 2]"]
+        "true",
+        "3",
+        "2.5",
+        "a",
+        "'5'",
+        "'true'",
+        "[1, 2]",
+    ]
     with pytest.raises(ValueError, match="exactly one of module / executable"):
         ProcessSpec(name="x", role="driver")
 
@@ -209,6 +256,5 @@ def test_stack_description_imports_without_ros_mujoco_or_launch():
         "print(json.dumps([m for m in ('rclpy', 'mujoco', 'launch', 'launch_ros')"
         " if m in sys.modules]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -58,8 +58,18 @@ def test_bad_parameter_is_a_clear_error():
 
 def test_node_main_exits_with_one_line_on_bad_parameter():
     result = subprocess.run(
-        [sys.executable, "-m", "robot_rl.sim.nodes.arm_twin_node", "--ros-args",
-         "-p", "speedup:=0.0"], capture_output=True, text=True, timeout=30)
+        [
+            sys.executable,
+            "-m",
+            "robot_rl.sim.nodes.arm_twin_node",
+            "--ros-args",
+            "-p",
+            "speedup:=0.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 2
     assert "speedup" in result.stderr and "Traceback" not in result.stderr
 
@@ -94,12 +104,20 @@ def test_car_twin_node_through_the_ros_car_backend():
     node = CarTwinNode(context=context)
     assert node.start()  # configure (builds the twin) + activate
     spinner = Spinner(node, context)
-    backend = RosCarBackend(make_task("car_lap"),
-                            RosBackendConfig(max_age=1.0, slop=0.3, clock_timeout=3.0))
+    backend = RosCarBackend(
+        make_task("car_lap"), RosBackendConfig(max_age=1.0, slop=0.3, clock_timeout=3.0)
+    )
     try:
         reading = backend.wait_until_ready(timeout=20)
-        assert set(reading) >= {"pose", "odom_pose", "velocity", "imu_accel", "imu_gyro",
-                                "imu_accel_peak", "flipped"}
+        assert set(reading) >= {
+            "pose",
+            "odom_pose",
+            "velocity",
+            "imu_accel",
+            "imu_gyro",
+            "imu_accel_peak",
+            "flipped",
+        }
         assert "collision" not in reading  # the twin's contact flag: evaluation only
         start = reading["pose"].copy()
         drive = {"speed": np.array([1.5]), "steering": np.array([0.0])}

@@ -85,8 +85,7 @@ def test_sync_names_the_stale_or_missing_topic():
     with pytest.raises(StaleReadingError, match=r"wrist_cam/image_raw.*old"):
         synchronise([fast, slow], now=2.1, max_age=0.3, slop=0.1)
     with pytest.raises(StaleReadingError, match=r"front_cam.*no message"):
-        synchronise([fast, TopicHistory("/front_cam/image_raw")], now=2.1, max_age=0.3,
-                    slop=0.1)
+        synchronise([fast, TopicHistory("/front_cam/image_raw")], now=2.1, max_age=0.3, slop=0.1)
     apart = _history("/arm/joint_states", [1.5])
     with pytest.raises(StaleReadingError, match=r"joint_states.*lags.*ee_pose"):
         synchronise([fast, apart], now=1.6, max_age=1.0, slop=0.1)

@@ -35,23 +35,40 @@ class NodeProcesses:
     def __init__(self, log_dir):
         self.log_dir = log_dir
         self.procs: dict[str, subprocess.Popen] = {}
-        self.env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
-                    "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **os.environ,
+            "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
+            "PYTHONUNBUFFERED": "1",
+        }
         self.env.setdefault("PYOPENGL_PLATFORM", self.env["MUJOCO_GL"])
 
     def start(self, name: str, module: str, namespace: str, **params) -> None:
-        args = [sys.executable, "-m", f"robot_rl.sim.nodes.{module}", "--ros-args",
-                "-r", f"__ns:={namespace}"]
+        args = [
+            sys.executable,
+            "-m",
+            f"robot_rl.sim.nodes.{module}",
+            "--ros-args",
+            "-r",
+            f"__ns:={namespace}",
+        ]
         for key, value in params.items():
             args += ["-p", f"{key}:={value}"]
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (closed in stop)
-        self.procs[name] = subprocess.Popen(args, env=self.env, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = subprocess.Popen(
+            args, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
 
     def start_camera(self, camera: str) -> None:
-        self.start(f"{camera}_cam", "camera_node", f"/{camera}_cam", camera=camera,
-                   width=IMAGE_SIZE, height=IMAGE_SIZE, rate=20.0)
+        self.start(
+            f"{camera}_cam",
+            "camera_node",
+            f"/{camera}_cam",
+            camera=camera,
+            width=IMAGE_SIZE,
+            height=IMAGE_SIZE,
+            rate=20.0,
+        )
 
     def kill(self, name: str, sig=signal.SIGKILL) -> None:
         proc = self.procs.pop(name)
@@ -107,10 +124,15 @@ def _probe_topics():
     from std_msgs.msg import Float64MultiArray
 
     topics = {
-        "/arm/joint_states": JointState, "/arm/ee_pose": PoseStamped,
-        "/arm/ee_twist": TwistStamped, "/arm/ee_wrench": WrenchStamped,
-        "/arm/gripper/joint_states": JointState, "/sim/objects/cube/pose": PoseStamped,
-        "/sim/state": Float64MultiArray, "/clock": Clock, "/diagnostics": DiagnosticArray,
+        "/arm/joint_states": JointState,
+        "/arm/ee_pose": PoseStamped,
+        "/arm/ee_twist": TwistStamped,
+        "/arm/ee_wrench": WrenchStamped,
+        "/arm/gripper/joint_states": JointState,
+        "/sim/objects/cube/pose": PoseStamped,
+        "/sim/state": Float64MultiArray,
+        "/clock": Clock,
+        "/diagnostics": DiagnosticArray,
     }
     for camera in CAMERAS:
         topics[f"/{camera}_cam/image_raw"] = Image
@@ -122,8 +144,9 @@ def _probe_topics():
 def twin(tmp_path):
     nodes = NodeProcesses(tmp_path)
     try:
-        nodes.start("arm", "arm_twin_node", "/arm", speedup=SPEEDUP, task="pick_cube",
-                    watchdog_timeout=0.5)
+        nodes.start(
+            "arm", "arm_twin_node", "/arm", speedup=SPEEDUP, task="pick_cube", watchdog_timeout=0.5
+        )
         for camera in CAMERAS:
             nodes.start_camera(camera)
         yield nodes
@@ -163,7 +186,8 @@ def test_pick_cube_through_ros_twin(twin):
         start = backend.read()["tcp_pos"]
         for _ in range(5):
             obs, reward, terminated, truncated, info = env.step(
-                np.array([0.0, 0.0, -1.0, 0.0], np.float32))
+                np.array([0.0, 0.0, -1.0, 0.0], np.float32)
+            )
             assert "stale" not in info, info["stale"]
             assert env.observation_space.contains(obs) and np.isfinite(reward)
         assert backend.read()["tcp_pos"][2] < start[2] - 0.02

@@ -41,8 +41,10 @@ def serl_parameters(seed: int) -> dict:
 
 
 def _to_numpy(tree):
-    return {k: _to_numpy(v) if isinstance(v, dict) else np.asarray(v, np.float32)
-            for k, v in dict(tree).items()}
+    return {
+        k: _to_numpy(v) if isinstance(v, dict) else np.asarray(v, np.float32)
+        for k, v in dict(tree).items()
+    }
 
 
 def test_the_trunk_has_serl_resnetv1_10s_layout():
@@ -53,10 +55,8 @@ def test_the_trunk_has_serl_resnetv1_10s_layout():
     assert set(params["ResNetBlock_0"]) == SERL_BLOCK  # 64 -> 64: no projection
     for i, width in ((1, 128), (2, 256), (3, 512)):
         assert set(params[f"ResNetBlock_{i}"]) == SERL_BLOCK | {"conv_proj", "norm_proj"}
-        assert params[f"ResNetBlock_{i}"]["conv_proj"]["kernel"].shape == (1, 1, width // 2,
-                                                                            width)
-    features = SerlResNet10Trunk().apply({"params": params}, jnp.zeros((2, 128, 128, 3),
-                                                                        jnp.uint8))
+        assert params[f"ResNetBlock_{i}"]["conv_proj"]["kernel"].shape == (1, 1, width // 2, width)
+    features = SerlResNet10Trunk().apply({"params": params}, jnp.zeros((2, 128, 128, 3), jnp.uint8))
     assert features.shape == (2, 4, 4, 512)  # HIL-SERL's pre-pooling map at 128 px
 
 
@@ -114,7 +114,8 @@ def test_a_file_that_is_not_this_trunk_is_refused_naming_the_tensor(tmp_path, ca
     src.write_bytes(pickle.dumps(params))
     assert main(["convert-encoder", str(src), str(tmp_path / "x.safetensors")]) == 2
     assert "params/ResNetBlock_2/Conv_1/kernel' has shape (3, 3, 256, 128)" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
     with pytest.raises(EncoderWeightsError, match="convert it first"):
         load_trunk_weights(src, "serl_resnet10")
 
@@ -134,9 +135,17 @@ def two_weight_files(tmp_path_factory):
 def _agent_config(weights):
     from robot_rl.agents.config import AgentConfig
 
-    return AgentConfig(hidden_dims=(16, 16), num_critics=2, critic_subsample=2,
-                       encoder="serl_resnet10", encoder_frozen=True, encoder_weights=str(weights),
-                       pooling="spatial_learned", bottleneck_dim=16, drq_pad=0)
+    return AgentConfig(
+        hidden_dims=(16, 16),
+        num_critics=2,
+        critic_subsample=2,
+        encoder="serl_resnet10",
+        encoder_frozen=True,
+        encoder_weights=str(weights),
+        pooling="spatial_learned",
+        bottleneck_dim=16,
+        drq_pad=0,
+    )
 
 
 def test_the_learner_and_the_actor_build_the_same_pretrained_trunk(two_weight_files):
@@ -148,19 +157,28 @@ def test_the_learner_and_the_actor_build_the_same_pretrained_trunk(two_weight_fi
     config = _agent_config(two_weight_files[0])
     learner = create_agent(0, *spaces, config)
     expected = load_trunk_weights(two_weight_files[0], "serl_resnet10")
-    np.testing.assert_array_equal(np.asarray(learner.frozen_trunk["params"]["conv_init"]["kernel"]),
-                                  expected["params"]["conv_init"]["kernel"])
+    np.testing.assert_array_equal(
+        np.asarray(learner.frozen_trunk["params"]["conv_init"]["kernel"]),
+        expected["params"]["conv_init"]["kernel"],
+    )
     from robot_rl.agents.checkpoint import config_to_json
 
-    welcome = {"agent_config": config_to_json(config), "seed": 0,
-               "frozen_trunk": frozen_trunk_fingerprint(learner)}
+    welcome = {
+        "agent_config": config_to_json(config),
+        "seed": 0,
+        "frozen_trunk": frozen_trunk_fingerprint(learner),
+    }
     ActingPolicy(welcome, *spaces)  # reads the same file: the fingerprints agree
-    other = {**welcome, "agent_config": config_to_json(
-        config.replace(encoder_weights=str(two_weight_files[1])))}
+    other = {
+        **welcome,
+        "agent_config": config_to_json(config.replace(encoder_weights=str(two_weight_files[1]))),
+    }
     with pytest.raises(ValueError, match="frozen image trunk differs"):
         ActingPolicy(other, *spaces)
-    missing = {**welcome, "agent_config": config_to_json(
-        config.replace(encoder_weights="/nowhere/w.safetensors"))}
+    missing = {
+        **welcome,
+        "agent_config": config_to_json(config.replace(encoder_weights="/nowhere/w.safetensors")),
+    }
     with pytest.raises(ValueError, match=r"pretrained: --agent\.encoder-weights: no file"):
         ActingPolicy(missing, *spaces)
     with pytest.raises(ValueError, match=r"add --agent\.encoder-frozen"):
@@ -168,32 +186,71 @@ def test_the_learner_and_the_actor_build_the_same_pretrained_trunk(two_weight_fi
 
 
 def test_train_with_encoder_weights_records_the_encoder_and_eval_rebuilds_it(
-        two_weight_files, tmp_path, capsys):
+    two_weight_files, tmp_path, capsys
+):
     pytest.importorskip("mujoco")
     from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 
     weights = two_weight_files[0]
-    args = ["train", "--task", "pick_cube", "--cameras", "front", "--image-size", "32",
-            "--total-steps", "30", "--start-steps", "15", "--demos", "0", "--batch-size", "8",
-            "--utd-ratio", "1", "--eval-every", "30", "--eval-episodes", "1",
-            "--checkpoint-every", "30", "--log-every", "30", "--run-dir", str(tmp_path / "run"),
-            "--agent.hidden-dims", "16", "16", "--agent.num-critics", "2",
-            "--agent.encoder", "serl_resnet10", "--agent.encoder-frozen",
-            "--agent.encoder-weights", str(weights), "--agent.pooling", "spatial_learned",
-            "--agent.bottleneck-dim", "16"]
+    args = [
+        "train",
+        "--task",
+        "pick_cube",
+        "--cameras",
+        "front",
+        "--image-size",
+        "32",
+        "--total-steps",
+        "30",
+        "--start-steps",
+        "15",
+        "--demos",
+        "0",
+        "--batch-size",
+        "8",
+        "--utd-ratio",
+        "1",
+        "--eval-every",
+        "30",
+        "--eval-episodes",
+        "1",
+        "--checkpoint-every",
+        "30",
+        "--log-every",
+        "30",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--agent.hidden-dims",
+        "16",
+        "16",
+        "--agent.num-critics",
+        "2",
+        "--agent.encoder",
+        "serl_resnet10",
+        "--agent.encoder-frozen",
+        "--agent.encoder-weights",
+        str(weights),
+        "--agent.pooling",
+        "spatial_learned",
+        "--agent.bottleneck-dim",
+        "16",
+    ]
     assert main(args) in (0, 1)  # 1: trained, no success (30 steps)
     checkpoint = latest_checkpoint(tmp_path / "run" / "checkpoints")
     meta = read_metadata(checkpoint)
-    assert meta["encoder"] == {"trunk": "serl_resnet10", "frozen": True, "weights": str(weights),
-                               "weights_sha256": weights_sha256(weights)}
+    assert meta["encoder"] == {
+        "trunk": "serl_resnet10",
+        "frozen": True,
+        "weights": str(weights),
+        "weights_sha256": weights_sha256(weights),
+    }
     assert meta["observation"]["privileged_state"] is False  # cameras given
     # eval needs no weight file: the trunk is in the checkpoint
     moved = weights.with_suffix(".moved")
     weights.rename(moved)
     try:
         capsys.readouterr()
-        assert main(["eval", "--checkpoint", str(checkpoint), "--episodes", "1",
-                     "--json-out"]) == 0
+        assert main(["eval", "--checkpoint", str(checkpoint), "--episodes", "1", "--json-out"]) == 0
     finally:
         moved.rename(weights)
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["episodes"] == 1
@@ -205,8 +262,11 @@ def test_up_hands_the_encoder_weights_to_the_learner(tmp_path):
     from robot_rl.commands.up import LEARNER_AGENT, UpConfig, planned_processes
     from robot_rl.runtime.learner import LearnerConfig
 
-    agent = LEARNER_AGENT.replace(encoder="serl_resnet10", encoder_frozen=True,
-                                  encoder_weights=str(tmp_path / "w.safetensors"))
+    agent = LEARNER_AGENT.replace(
+        encoder="serl_resnet10",
+        encoder_frozen=True,
+        encoder_weights=str(tmp_path / "w.safetensors"),
+    )
     up = UpConfig("sim", cameras=("front",), agent=agent)
     learner = planned_processes(up, tmp_path, "tcp://127.0.0.1:5999")[-1]
     parsed = tyro.cli(LearnerConfig, args=list(learner.arguments[1:]))

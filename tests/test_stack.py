@@ -77,12 +77,16 @@ class StackProbe:
                 if status.name == "/actor":
                     self.actor_status = {kv.key: kv.value for kv in status.values}
 
-        extra = {"/arm/ee_pose": on_pose, "/diagnostics": on_diagnostics,
-                 "/arm/cmd/ee_pose": lambda _: self.commands.append(time.monotonic())}
+        extra = {
+            "/arm/ee_pose": on_pose,
+            "/diagnostics": on_diagnostics,
+            "/arm/cmd/ee_pose": lambda _: self.commands.append(time.monotonic()),
+        }
         for topic, msg_type in self.topics.items():
             qos = 10 if topic == "/diagnostics" else sensor_qos()
-            self.node.create_subscription(msg_type, topic, self._counter(topic, extra.get(topic)),
-                                          qos)
+            self.node.create_subscription(
+                msg_type, topic, self._counter(topic, extra.get(topic)), qos
+            )
         self.estop_client = self.node.create_client(SetBool, "/arm/estop")
         self.SetBool = SetBool
         self.spinner = Spinner(self.node, self.context)
@@ -120,8 +124,9 @@ def wait_until(condition, timeout: float, what: str, proc=None):
         if condition():
             return
         if proc is not None and proc.popen.poll() is not None:
-            raise AssertionError(f"{what}: robot-rl up exited ({proc.popen.returncode}):\n"
-                                 f"{proc.tail()}")
+            raise AssertionError(
+                f"{what}: robot-rl up exited ({proc.popen.returncode}):\n{proc.tail()}"
+            )
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}" + (f":\n{proc.tail()}" if proc else ""))
 
@@ -164,8 +169,12 @@ def test_every_topic_publishes(stack):
     wait_until(lambda: _actor_steps(probe) > 0, 60, "the actor's status on /diagnostics", up)
     assert float(probe.actor_status["target_hz"]) == 10.0
     # the camera node reports too: its frames and size
-    wait_until(lambda: int(probe.diagnostics.get("/front_cam/front_camera", {}).get(
-        "frames", 0)) > 0, 60, "the camera's status on /diagnostics", up)
+    wait_until(
+        lambda: int(probe.diagnostics.get("/front_cam/front_camera", {}).get("frames", 0)) > 0,
+        60,
+        "the camera's status on /diagnostics",
+        up,
+    )
     assert probe.diagnostics["/front_cam/front_camera"]["size"] == "32x32"
 
 
@@ -174,8 +183,12 @@ def test_estop_stops_motion_within_one_control_period(stack):
     engaged_at = probe.estop(True)
     try:
         commands_before = len(probe.commands)
-        wait_until(lambda: probe.poses and probe.poses[-1][0] > engaged_at + 2.0, 30,
-                   "two simulated seconds under e-stop", up)
+        wait_until(
+            lambda: probe.poses and probe.poses[-1][0] > engaged_at + 2.0,
+            30,
+            "two simulated seconds under e-stop",
+            up,
+        )
         held = probe.poses_after(engaged_at + CONTROL_PERIOD)
         positions = np.array([p for _, p in held])
         drift = np.linalg.norm(positions - positions[0], axis=1).max()
@@ -197,8 +210,12 @@ def test_killed_camera_truncates_steps_and_its_restart_resumes_them(stack):
     assert "/front_cam/image_raw" in _log(run_dir, "actor")
     wait_until(lambda: "front_camera restarted" in up.output(), 60, "the camera's restart", up)
     images = probe.counts["/front_cam/image_raw"]
-    wait_until(lambda: probe.counts["/front_cam/image_raw"] > images + 5, 90,
-               "images from the restarted camera", up)
+    wait_until(
+        lambda: probe.counts["/front_cam/image_raw"] > images + 5,
+        90,
+        "images from the restarted camera",
+        up,
+    )
     steps = _actor_steps(probe)
     wait_until(lambda: _actor_steps(probe) > steps + 20, 90, "steps after the restart", up)
     # A loaded machine may still deliver the odd frame late (one truncated step), but with the
@@ -215,8 +232,12 @@ def test_killed_camera_truncates_steps_and_its_restart_resumes_them(stack):
 
 def test_learner_updates_reach_the_actor(stack):
     up, probe, run_dir = stack
-    wait_until(lambda: int(probe.actor_status.get("weights_version", -1)) >= 2, 150,
-               "trained weights at the actor", up)
+    wait_until(
+        lambda: int(probe.actor_status.get("weights_version", -1)) >= 2,
+        150,
+        "trained weights at the actor",
+        up,
+    )
     learner = _log(run_dir, "learner")
     assert "actor sim-pick_cube connected" in learner
     # the stack's line shows what the learner's log said at its last print, which may be older
@@ -248,14 +269,18 @@ def test_children_end_when_up_is_killed(procs, tmp_path):
         "up", "up", "sim", "--task", "pick_cube", "--speedup", "2", "--total-steps", "100000",
         "--eval-episodes", "0", "--log-every", "0.5", "--run-dir", str(run_dir), *TINY,
     )  # fmt: skip
-    wait_until(lambda: "learner pick_cube on" in _log(run_dir, "learner"), 180,
-               "the learner to serve", up)
+    wait_until(
+        lambda: "learner pick_cube on" in _log(run_dir, "learner"), 180, "the learner to serve", up
+    )
     pids = _pids(run_dir)
     assert set(pids) == {"arm_twin", "actor", "learner"}
     os.kill(up.popen.pid, signal.SIGKILL)  # up alone, not its process group
     up.popen.wait(10)
-    wait_until(lambda: not any(_running(pid) for pid in pids.values()), 90,
-               f"up's children {pids} to end after up was killed")
+    wait_until(
+        lambda: not any(_running(pid) for pid in pids.values()),
+        90,
+        f"up's children {pids} to end after up was killed",
+    )
     assert "checkpoint written" in _log(run_dir, "learner")
 
 
@@ -283,8 +308,9 @@ nodes:
     ("{speedup: -1.0}", "exited (2) before it was active",
      "parameter 'speedup' = -1.0 must be > 0"),
 ], ids=["configure-fails", "bad-parameter"])  # fmt: skip
-def test_up_robot_names_a_driver_that_does_not_become_active(parameters, state, reason,
-                                                            monkeypatch, tmp_path):
+def test_up_robot_names_a_driver_that_does_not_become_active(
+    parameters, state, reason, monkeypatch, tmp_path
+):
     """The car twin as the hardware file's driver: a lifecycle node whose configure fails stays
     'unconfigured' (its get_state says so), one with a bad parameter exits; up names the
     device and the node's own error line, starts neither actor nor learner, and exits 1."""
@@ -294,8 +320,21 @@ def test_up_robot_names_a_driver_that_does_not_become_active(parameters, state, 
     cell = tmp_path / "cell.yaml"
     cell.write_text(CAR_TWIN_CELL.replace("{PARAMETERS}", parameters))
     run_dir = tmp_path / "run"
-    done = run_cli("up", "robot", "--hardware", str(cell), "--task", "car_lap", "--run-dir",
-                   str(run_dir), "--eval-episodes", "0", "--grace", "10", timeout=200)
+    done = run_cli(
+        "up",
+        "robot",
+        "--hardware",
+        str(cell),
+        "--task",
+        "car_lap",
+        "--run-dir",
+        str(run_dir),
+        "--eval-episodes",
+        "0",
+        "--grace",
+        "10",
+        timeout=200,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert f"car_driver (robot-rl-car-twin, /car) {state}: " in out and reason in out, out
@@ -308,10 +347,28 @@ def test_up_robot_starts_the_actor_once_the_driver_is_active(monkeypatch, procs,
     cell = tmp_path / "cell.yaml"
     cell.write_text(CAR_TWIN_CELL.replace("{PARAMETERS}", "{task: car_lap}"))
     run_dir = tmp_path / "run"
-    up = procs.start("up", "up", "robot", "--hardware", str(cell), "--task", "car_lap",
-                     "--run-dir", str(run_dir), "--eval-episodes", "0", "--grace", "15", *TINY)
+    up = procs.start(
+        "up",
+        "up",
+        "robot",
+        "--hardware",
+        str(cell),
+        "--task",
+        "car_lap",
+        "--run-dir",
+        str(run_dir),
+        "--eval-episodes",
+        "0",
+        "--grace",
+        "15",
+        *TINY,
+    )
     wait_until(lambda: "car_driver active" in up.output(), 180, "the driver to be active", up)
-    wait_until(lambda: set(_pids(run_dir)) == {"car_driver", "actor", "learner"}, 60,
-               "the actor and the learner to start", up)
+    wait_until(
+        lambda: set(_pids(run_dir)) == {"car_driver", "actor", "learner"},
+        60,
+        "the actor and the learner to start",
+        up,
+    )
     up.popen.send_signal(signal.SIGINT)
     assert up.wait_exit(60) == 130, up.tail()

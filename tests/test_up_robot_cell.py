@@ -54,17 +54,28 @@ def make_demos(directory: Path, episodes: int = 2, steps: int = 10) -> Path:
     rng = np.random.default_rng(0)
     directory.mkdir(parents=True, exist_ok=True)
     for e in range(episodes):
-        observations = [{k: rng.uniform(0, 255 if k in CAMERAS else 1, space.shape)
-                         .astype(space.dtype) for k, space in obs_space.spaces.items()}
-                        for _ in range(steps + 1)]
+        observations = [
+            {
+                k: rng.uniform(0, 255 if k in CAMERAS else 1, space.shape).astype(space.dtype)
+                for k, space in obs_space.spaces.items()
+            }
+            for _ in range(steps + 1)
+        ]
         episode = DemoEpisode(
             observations=observations,
             actions=rng.uniform(-1, 1, (steps, 4)).astype(np.float32),
             rewards=np.eye(steps, dtype=np.float32)[-1],
-            terminated=np.eye(steps, dtype=bool)[-1], truncated=np.zeros(steps, bool),
-            info={"task": "pick_cube", "source": "test"})
-        write_episode(directory / f"episode_{e:03d}.mcap", episode, obs_space, act_space,
-                      control_hz=task.control_hz)
+            terminated=np.eye(steps, dtype=bool)[-1],
+            truncated=np.zeros(steps, bool),
+            info={"task": "pick_cube", "source": "test"},
+        )
+        write_episode(
+            directory / f"episode_{e:03d}.mcap",
+            episode,
+            obs_space,
+            act_space,
+            control_hz=task.control_hz,
+        )
     return directory
 
 
@@ -95,19 +106,64 @@ def test_up_robot_runs_the_robot_mode_stack_on_the_simulated_cell(tmp_path):
     classifier = make_classifier(tmp_path / "classifier")
     demos = make_demos(tmp_path / "demos")
     run_dir = tmp_path / "run"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "250",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    command = [sys.executable, "-m", "robot_rl.cli", "up", "robot", "--hardware", str(hardware),
-               "--task", "pick_cube", "--cameras", *CAMERAS, "--image-size", str(SIZE),
-               "--reward-classifier", str(classifier), "--demo-path", str(demos),
-               "--total-steps", "100000", "--start-steps", "20", "--batch-size", "16",
-               "--utd-ratio", "1", "--agent.num-critics", "2", "--agent.hidden-dims", "32",
-               "32", "--eval-episodes", "0", "--ready-timeout", "300", "--grace", "30",
-               "--run-dir", str(run_dir), "--log-every", "2"]
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "COLUMNS": "250",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "robot_rl.cli",
+        "up",
+        "robot",
+        "--hardware",
+        str(hardware),
+        "--task",
+        "pick_cube",
+        "--cameras",
+        *CAMERAS,
+        "--image-size",
+        str(SIZE),
+        "--reward-classifier",
+        str(classifier),
+        "--demo-path",
+        str(demos),
+        "--total-steps",
+        "100000",
+        "--start-steps",
+        "20",
+        "--batch-size",
+        "16",
+        "--utd-ratio",
+        "1",
+        "--agent.num-critics",
+        "2",
+        "--agent.hidden-dims",
+        "32",
+        "32",
+        "--eval-episodes",
+        "0",
+        "--ready-timeout",
+        "300",
+        "--grace",
+        "30",
+        "--run-dir",
+        str(run_dir),
+        "--log-every",
+        "2",
+    ]
     log = tmp_path / "up.log"
     with open(log, "w") as out:
-        up = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        up = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
     arm = ArmClient("/arm")
     diagnostics = Diagnostics(arm.node)
     descendants: set[int] = set()
@@ -119,24 +175,47 @@ def test_up_robot_runs_the_robot_mode_stack_on_the_simulated_cell(tmp_path):
 
     try:
         # the drivers are active: up starts the actor and the learner only after that
-        wait_for(lambda: alive() and "actor" in log.read_text(errors="replace")
-                 and diagnostics.get("/arm/franka_driver").get("motion_enabled") == "True",
-                 420.0, "the drivers to be active and the actor started")
+        wait_for(
+            lambda: (
+                alive()
+                and "actor" in log.read_text(errors="replace")
+                and diagnostics.get("/arm/franka_driver").get("motion_enabled") == "True"
+            ),
+            420.0,
+            "the drivers to be active and the actor started",
+        )
         for camera in CAMERAS:
-            wait_for(lambda c=camera: diagnostics.get(f"/{c}_cam/{c}_camera").get("message")
-                     == "publishing frames", 120.0, f"the {camera} camera's frames")
+            wait_for(
+                lambda c=camera: (
+                    diagnostics.get(f"/{c}_cam/{c}_camera").get("message") == "publishing frames"
+                ),
+                120.0,
+                f"the {camera} camera's frames",
+            )
         assert diagnostics.get("/sim/fr3_cell").get("steps")
         # transitions reach the learner, and its weights come back to the actor
-        wait_for(lambda: alive() and int(diagnostics.get("/actor").get("weights_version", -1))
-                 >= 1, 600.0, "the actor to receive trained weights")
+        wait_for(
+            lambda: alive() and int(diagnostics.get("/actor").get("weights_version", -1)) >= 1,
+            600.0,
+            "the actor to receive trained weights",
+        )
         actor = diagnostics.get("/actor")
-        print("actor:", actor, "\ncell:", diagnostics.get("/sim/fr3_cell"),
-              "\noperator:", diagnostics.get("/teleop/simulated_human"))
+        print(
+            "actor:",
+            actor,
+            "\ncell:",
+            diagnostics.get("/sim/fr3_cell"),
+            "\noperator:",
+            diagnostics.get("/teleop/simulated_human"),
+        )
         # the actor keeps stepping at its own pace; how close that is to the task's rate on this
         # machine is measured, not asserted (its diagnostics say WARN when below 80 %)
         steps = int(actor["steps"])
-        wait_for(lambda: alive() and int(diagnostics.get("/actor").get("steps", 0)) > steps + 5,
-                 180.0, "the actor to keep stepping")
+        wait_for(
+            lambda: alive() and int(diagnostics.get("/actor").get("steps", 0)) > steps + 5,
+            180.0,
+            "the actor to keep stepping",
+        )
         # the e-stop stops the arm while the actor goes on commanding it
         assert arm.estop(True).success
         time.sleep(1.0)
@@ -145,11 +224,17 @@ def test_up_robot_runs_the_robot_mode_stack_on_the_simulated_cell(tmp_path):
         moved = np.ptp(arm.positions_since(still_from), axis=0).max()
         assert moved < 0.002, f"the arm moved {moved:.4f} m under e-stop"
         assert arm.estop(False).success
-        wait_for(lambda: alive() and arm.driver_status("/arm/franka_driver").get("estop")
-                 == "False", 30.0, "the e-stop's release")
+        wait_for(
+            lambda: alive() and arm.driver_status("/arm/franka_driver").get("estop") == "False",
+            30.0,
+            "the e-stop's release",
+        )
         steps = int(diagnostics.get("/actor")["steps"])
-        wait_for(lambda: alive() and int(diagnostics.get("/actor").get("steps", 0)) > steps + 5,
-                 180.0, "the actor to go on after the release")
+        wait_for(
+            lambda: alive() and int(diagnostics.get("/actor").get("steps", 0)) > steps + 5,
+            180.0,
+            "the actor to go on after the release",
+        )
         print("actor after the e-stop:", diagnostics.get("/actor"))
     finally:
         # Ctrl-C: up stops every child; nothing may be left
@@ -164,8 +249,11 @@ def test_up_robot_runs_the_robot_mode_stack_on_the_simulated_cell(tmp_path):
         arm.close()
         text = log.read_text(errors="replace")
         print(text[-4000:])
-        left = [p for p in descendants if psutil.pid_exists(p)
-                and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        left = [
+            p
+            for p in descendants
+            if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        ]
         for pid in left:
             os.kill(pid, signal.SIGKILL)
     assert code == 130, text[-3000:]

@@ -69,8 +69,7 @@ from robot_rl.ros.convert import (
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
 
-six_positive = (lambda v: len(v) == 6 and all(x > 0 for x in v),
-                "must be 6 values, all > 0")
+six_positive = (lambda v: len(v) == 6 and all(x > 0 for x in v), "must be 6 values, all > 0")
 unit_interval = (lambda v: 0.0 < v < 1.0, "must lie in (0, 1)")
 at_least_100 = (lambda v: v >= 100.0, "must be >= 100 (the topic contract's minimum rate)")
 
@@ -79,44 +78,73 @@ at_least_100 = (lambda v: v >= 100.0, "must be >= 100 (the topic contract's mini
 class FrankaConfig:
     robot_ip: str = param("172.16.0.2", "address of the robot's control box (FCI)")
     gripper: bool = param(True, "connect to the Franka Hand and serve cmd/gripper")
-    connect_timeout: float = param(5.0, "configure fails when the robot has not answered "
-                                   "within this many seconds", positive)
-    reconnect_period: float = param(1.0, "seconds between reconnection attempts after the "
-                                    "connection is lost", positive)
+    connect_timeout: float = param(
+        5.0, "configure fails when the robot has not answered within this many seconds", positive
+    )
+    reconnect_period: float = param(
+        1.0, "seconds between reconnection attempts after the connection is lost", positive
+    )
     state_hz: float = param(200.0, "rate of the state topics (Hz)", at_least_100)
     diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
-    command_max_age: float = param(0.2, "refuse a command whose stamp is older than this (s)",
-                                   positive)
-    watchdog_timeout: float = param(0.3, "hold the arm where it is when no valid pose command "
-                                    "arrived within this many seconds", positive)
-    workspace_min: tuple = param([0.25, -0.4, 0.05], "lower corner of the box the target stays "
-                                "in (base frame, m)", length(3))
-    workspace_max: tuple = param([0.8, 0.4, 0.7], "upper corner of the box the target stays in "
-                                "(base frame, m)", length(3))
-    max_step_translation: float = param(0.03, "a command moves the target at most this far "
-                                        "from the measured TCP position (m)", positive)
-    max_step_rotation: float = param(0.2, "a command turns the target at most this far from "
-                                     "the measured TCP orientation (rad)", positive)
-    cartesian_impedance: tuple = param([2000.0, 2000.0, 2000.0, 150.0, 150.0, 150.0],
-                                       "stiffness of the Cartesian impedance controller, "
-                                       "critically damped: x, y, z (N/m), roll, pitch, yaw "
-                                       "(Nm/rad)", six_positive)
-    translational_error_clip: float = param(0.01, "the controller sees at most this position "
-                                            "error per axis (m): bounds force and speed",
-                                            positive)
-    rotational_error_clip: float = param(0.05, "the controller sees at most this orientation "
-                                         "error per axis (rad)", positive)
-    torque_threshold: float = param(20.0, "collision reflex threshold on joint torques (Nm)",
-                                    positive)
-    force_threshold: float = param(30.0, "collision reflex threshold on the Cartesian force "
-                                   "(N)", positive)
-    reset_pose: tuple = param([0.55, 0.0, 0.5, 0.0, 1.0, 0.0, 0.0], "pose the reset service "
-                             "moves to: x, y, z (m), quaternion w, x, y, z", length(7))
+    command_max_age: float = param(
+        0.2, "refuse a command whose stamp is older than this (s)", positive
+    )
+    watchdog_timeout: float = param(
+        0.3,
+        "hold the arm where it is when no valid pose command arrived within this many seconds",
+        positive,
+    )
+    workspace_min: tuple = param(
+        [0.25, -0.4, 0.05], "lower corner of the box the target stays in (base frame, m)", length(3)
+    )
+    workspace_max: tuple = param(
+        [0.8, 0.4, 0.7], "upper corner of the box the target stays in (base frame, m)", length(3)
+    )
+    max_step_translation: float = param(
+        0.03,
+        "a command moves the target at most this far from the measured TCP position (m)",
+        positive,
+    )
+    max_step_rotation: float = param(
+        0.2,
+        "a command turns the target at most this far from the measured TCP orientation (rad)",
+        positive,
+    )
+    cartesian_impedance: tuple = param(
+        [2000.0, 2000.0, 2000.0, 150.0, 150.0, 150.0],
+        "stiffness of the Cartesian impedance controller, "
+        "critically damped: x, y, z (N/m), roll, pitch, yaw "
+        "(Nm/rad)",
+        six_positive,
+    )
+    translational_error_clip: float = param(
+        0.01,
+        "the controller sees at most this position error per axis (m): bounds force and speed",
+        positive,
+    )
+    rotational_error_clip: float = param(
+        0.05, "the controller sees at most this orientation error per axis (rad)", positive
+    )
+    torque_threshold: float = param(
+        20.0, "collision reflex threshold on joint torques (Nm)", positive
+    )
+    force_threshold: float = param(
+        30.0, "collision reflex threshold on the Cartesian force (N)", positive
+    )
+    reset_pose: tuple = param(
+        [0.55, 0.0, 0.5, 0.0, 1.0, 0.0, 0.0],
+        "pose the reset service moves to: x, y, z (m), quaternion w, x, y, z",
+        length(7),
+    )
     reset_speed: float = param(0.1, "speed of the reset motion's reference (m/s)", positive)
-    reset_timeout: float = param(15.0, "the reset service fails when the pose is not reached "
-                                 "within this many seconds", positive)
-    gripper_threshold: float = param(0.5, "cmd/gripper at or above this closes the hand "
-                                     "(grasp), below opens it", unit_interval)
+    reset_timeout: float = param(
+        15.0,
+        "the reset service fails when the pose is not reached within this many seconds",
+        positive,
+    )
+    gripper_threshold: float = param(
+        0.5, "cmd/gripper at or above this closes the hand (grasp), below opens it", unit_interval
+    )
     gripper_speed: float = param(0.1, "finger speed (m/s)", positive)
     gripper_force: float = param(40.0, "grasping force (N)", positive)
 
@@ -171,15 +199,15 @@ class FrankaDriver(DeviceNode):
             "ee_wrench": self.create_publisher(WrenchStamped, "ee_wrench", qos),
             "gripper": self.create_publisher(JointState, "gripper/joint_states", qos),
         }
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
-                                               DIAGNOSTICS_DEPTH)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_subscription(PoseStamped, "cmd/ee_pose", self._on_pose, command_qos())
         self.create_subscription(Float64, "cmd/gripper", self._on_gripper, command_qos())
         # the reset coroutine runs in a group of its own, so that while it awaits the arm the
         # default group (estop, commands, timers and the guard that wakes it) keeps running
         self._reset_guard = self.create_guard_condition(lambda: None)
-        self.create_service(Trigger, "reset", self._on_reset,
-                            callback_group=ReentrantCallbackGroup())
+        self.create_service(
+            Trigger, "reset", self._on_reset, callback_group=ReentrantCallbackGroup()
+        )
         self.create_service(SetBool, "estop", self._on_estop)
         self.create_service(Trigger, "clear_error", self._on_clear_error)
         self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
@@ -190,14 +218,14 @@ class FrankaDriver(DeviceNode):
         if not self.context.ok():
             return  # shutting down: the link thread is about to be stopped
         pubs = self._pubs
-        pubs["joint_states"].publish(joint_state_msg(
-            ARM_JOINTS, s.joint_pos, s.joint_vel, s.joint_effort, stamp=s.stamp))
+        pubs["joint_states"].publish(
+            joint_state_msg(ARM_JOINTS, s.joint_pos, s.joint_vel, s.joint_effort, stamp=s.stamp)
+        )
         pubs["ee_pose"].publish(pose_to_msg(s.tcp_pos, s.tcp_quat, s.stamp, BASE_FRAME))
         pubs["ee_twist"].publish(array_to_twist_stamped(s.tcp_vel, s.stamp, BASE_FRAME))
         pubs["ee_wrench"].publish(array_to_wrench_stamped(s.wrench, s.stamp, FLANGE_FRAME))
         if s.gripper is not None:
-            pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [s.gripper],
-                                                    stamp=s.stamp))
+            pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [s.gripper], stamp=s.stamp))
 
     def _log(self, level: str, message: str) -> None:
         # rclpy ties a severity to each calling line: one line per severity
@@ -229,8 +257,14 @@ class FrankaDriver(DeviceNode):
 
     def _on_pose(self, msg: PoseStamped) -> None:
         pos, quat = msg_to_pose(msg)
-        reason = pose_command_reason(pos, quat, msg.header.frame_id, from_stamp(msg.header.stamp),
-                                     time.time(), self.config.command_max_age)
+        reason = pose_command_reason(
+            pos,
+            quat,
+            msg.header.frame_id,
+            from_stamp(msg.header.stamp),
+            time.time(),
+            self.config.command_max_age,
+        )
         if reason is not None:
             self._refuse(reason)
             return
@@ -239,8 +273,11 @@ class FrankaDriver(DeviceNode):
         clipped = self.link.workspace.clip(pos)
         if (clipped != pos).any():
             self.clipped += 1
-            self.get_logger().info(f"target {pos.round(3).tolist()} clipped to the workspace: "
-                                   f"{clipped.round(3).tolist()}", throttle_duration_sec=1.0)
+            self.get_logger().info(
+                f"target {pos.round(3).tolist()} clipped to the workspace: "
+                f"{clipped.round(3).tolist()}",
+                throttle_duration_sec=1.0,
+            )
         self.link.command_pose(clipped, quat)
 
     def _on_gripper(self, msg: Float64) -> None:
@@ -276,8 +313,11 @@ class FrankaDriver(DeviceNode):
             return response
         applied = self.link.set_estop(bool(request.data))
         response.success = applied
-        response.message = (("engaged" if request.data else "released") if applied else
-                            "the robot thread did not answer (connection lost?)")
+        response.message = (
+            ("engaged" if request.data else "released")
+            if applied
+            else "the robot thread did not answer (connection lost?)"
+        )
         return response
 
     def _on_clear_error(self, request, response):
@@ -296,23 +336,33 @@ class FrankaDriver(DeviceNode):
             mode = link.mode
             if mode in ("e-stop", "fault", "disconnected"):
                 level = DiagnosticStatus.ERROR
-                message = {"e-stop": "e-stop engaged", "fault": link.fault,
-                           "disconnected": f"no connection to {self.config.robot_ip}"}[mode]
+                message = {
+                    "e-stop": "e-stop engaged",
+                    "fault": link.fault,
+                    "disconnected": f"no connection to {self.config.robot_ip}",
+                }[mode]
             elif mode == "holding":
                 level, message = DiagnosticStatus.WARN, "holding (watchdog or no command yet)"
             else:
                 level, message = DiagnosticStatus.OK, mode
         values = {
-            "mode": mode, "motion_enabled": str(self.motion_enabled),
-            "estop": str(bool(link and link.estopped)), "fault": link.fault if link else "",
-            "refused": str(self.refused), "last_refusal": self.last_refusal,
-            "clipped": str(self.clipped), "reconnects": str(link.reconnects if link else 0),
+            "mode": mode,
+            "motion_enabled": str(self.motion_enabled),
+            "estop": str(bool(link and link.estopped)),
+            "fault": link.fault if link else "",
+            "refused": str(self.refused),
+            "last_refusal": self.last_refusal,
+            "clipped": str(self.clipped),
+            "reconnects": str(link.reconnects if link else 0),
             "state_cycles": str(link.cycles if link else 0),
         }
         status = DiagnosticStatus(
-            level=level, name=self.get_fully_qualified_name(), message=message,
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
             hardware_id=f"franka/{self.config.robot_ip}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()])
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
         self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
 

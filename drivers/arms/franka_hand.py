@@ -64,7 +64,8 @@ class Hand:
         cfg = self.config
         if wanted:
             self._future = self._gripper.grasp_async(
-                0.0, cfg.gripper_speed, cfg.gripper_force, epsilon_inner=0.0, epsilon_outer=1.0)
+                0.0, cfg.gripper_speed, cfg.gripper_force, epsilon_inner=0.0, epsilon_outer=1.0
+            )
         else:
             self._future = self._gripper.move_async(self.max_width, cfg.gripper_speed)
         self._closed = wanted

@@ -36,7 +36,13 @@ from robot_rl.drivers.arms.franka_safety import Workspace, limit_step, normalise
 from robot_rl.drivers.arms.franka_state import ArmState, arm_state, has_errors
 
 HOLDING, FOLLOWING, RESETTING, ESTOP, FAULT, DISCONNECTED = (
-    "holding", "following", "resetting", "e-stop", "fault", "disconnected")
+    "holding",
+    "following",
+    "resetting",
+    "e-stop",
+    "fault",
+    "disconnected",
+)
 
 
 RESET_TOLERANCE = (0.01, 0.05)
@@ -68,8 +74,9 @@ class _Reset:
 class FrankaLink:
     """See the module docstring. ``config`` is the node's ``FrankaConfig``."""
 
-    def __init__(self, config, publish: Callable[[ArmState], None],
-                 log: Callable[[str, str], None]):
+    def __init__(
+        self, config, publish: Callable[[ArmState], None], log: Callable[[str, str], None]
+    ):
         import franky  # only here: the driver module imports without the device library
 
         self._franky = franky
@@ -124,14 +131,17 @@ class FrankaLink:
         worker.start()
         worker.join(cfg.connect_timeout)
         if worker.is_alive():
-            raise ConnectError(f"Franka at {cfg.robot_ip} did not answer within "
-                               f"{cfg.connect_timeout} s")
+            raise ConnectError(
+                f"Franka at {cfg.robot_ip} did not answer within {cfg.connect_timeout} s"
+            )
         if "error" in result:
             error = result["error"]
             if "refused" in str(error).lower():  # libfranka blames FCI for any refusal
-                raise ConnectError(f"Franka at {cfg.robot_ip} does not answer: connection "
-                                   "refused (wrong address, robot off, or FCI not enabled in "
-                                   "Desk)")
+                raise ConnectError(
+                    f"Franka at {cfg.robot_ip} does not answer: connection "
+                    "refused (wrong address, robot off, or FCI not enabled in "
+                    "Desk)"
+                )
             raise ConnectError(f"Franka at {cfg.robot_ip} does not answer: {first_line(error)}")
         self._robot, self._hand = result["robot"], result.get("hand")
         self._motion = None
@@ -266,8 +276,11 @@ class FrankaLink:
         self._drop()
         self._next_reconnect = time.monotonic() + self.config.reconnect_period
         self._fail_reset("connection lost")
-        self._log("error", f"connection lost: {first_line(error)}; reconnecting every "
-                  f"{self.config.reconnect_period} s")
+        self._log(
+            "error",
+            f"connection lost: {first_line(error)}; reconnecting every "
+            f"{self.config.reconnect_period} s",
+        )
 
     def _refuse_pending(self, reason: str) -> None:
         with self._lock:
@@ -295,8 +308,7 @@ class FrankaLink:
             return
         self.reconnects += 1
         self.last_command = -np.inf
-        self._log("info", f"reconnected to {self.config.robot_ip}; holding until a fresh "
-                  "command")
+        self._log("info", f"reconnected to {self.config.robot_ip}; holding until a fresh command")
 
     def _cycle(self) -> None:
         robot = self._robot
@@ -366,9 +378,17 @@ class FrankaLink:
                 self._hand.command(gripper)
             self._hand.drive()
         self._watchdog(reading)
-        self.mode = (ESTOP if self.estopped else FAULT if self.fault else
-                     RESETTING if self._reset is not None else
-                     FOLLOWING if self.mode == FOLLOWING else HOLDING)
+        self.mode = (
+            ESTOP
+            if self.estopped
+            else FAULT
+            if self.fault
+            else RESETTING
+            if self._reset is not None
+            else FOLLOWING
+            if self.mode == FOLLOWING
+            else HOLDING
+        )
 
     def _controller(self, robot, reading: ArmState):
         """The running impedance controller; a fresh one, holding the measured pose, when none
@@ -381,7 +401,8 @@ class FrankaLink:
             translational_stiffness=float(stiffness[:3].mean()),
             rotational_stiffness=float(stiffness[3:].mean()),
             translational_error_clip=np.full(3, cfg.translational_error_clip),
-            rotational_error_clip=np.full(3, cfg.rotational_error_clip))
+            rotational_error_clip=np.full(3, cfg.rotational_error_clip),
+        )
         motion.set_gains(franky.CartesianImpedanceGains.diagonal(stiffness))
         motion.set_reference(self._reference(reading.tcp_pos, reading.tcp_quat))
         robot.move(motion, asynchronous=True)
@@ -395,8 +416,14 @@ class FrankaLink:
 
     def _follow(self, robot, reading: ArmState, pos: np.ndarray, quat: np.ndarray) -> None:
         cfg = self.config
-        pos, quat = limit_step(reading.tcp_pos, reading.tcp_quat, pos, quat,
-                               cfg.max_step_translation, cfg.max_step_rotation)
+        pos, quat = limit_step(
+            reading.tcp_pos,
+            reading.tcp_quat,
+            pos,
+            quat,
+            cfg.max_step_translation,
+            cfg.max_step_rotation,
+        )
         self._controller(robot, reading).set_reference(self._reference(pos, quat))
         self.last_command = time.monotonic()
         self.mode = FOLLOWING
@@ -448,8 +475,14 @@ class FrankaLink:
     def _start_reset(self, robot, reading: ArmState, request: _Reset, blocked: bool) -> None:
         self._fail_reset("superseded by a new reset")
         if blocked:
-            request.finish(False, "e-stop engaged" if self.estopped else
-                           f"fault: {self.fault}" if self.fault else "not active")
+            request.finish(
+                False,
+                "e-stop engaged"
+                if self.estopped
+                else f"fault: {self.fault}"
+                if self.fault
+                else "not active",
+            )
             return
         request.pos = self.workspace.clip(request.pos)
         request.reference = (reading.tcp_pos.copy(), reading.tcp_quat.copy())
@@ -464,8 +497,13 @@ class FrankaLink:
         request, cfg = self._reset, self.config
         now = time.monotonic()
         dt, request.last = now - request.last, now
-        pos, quat = limit_step(*request.reference, request.pos, request.quat,
-                               cfg.reset_speed * dt, 5.0 * cfg.reset_speed * dt)
+        pos, quat = limit_step(
+            *request.reference,
+            request.pos,
+            request.quat,
+            cfg.reset_speed * dt,
+            5.0 * cfg.reset_speed * dt,
+        )
         request.reference = (pos, quat)
         self._controller(robot, reading).set_reference(self._reference(pos, quat))
         error = float(np.linalg.norm(reading.tcp_pos - request.pos))

@@ -28,8 +28,9 @@ BASE_FRAMES = ("", "base")
 """Frames a pose command may be given in (empty: the sender did not say, as the twin allows)."""
 
 
-def pose_command_reason(pos, quat, frame_id: str, stamp: float, now: float,
-                        max_age: float) -> str | None:
+def pose_command_reason(
+    pos, quat, frame_id: str, stamp: float, now: float, max_age: float
+) -> str | None:
     """Why a ``cmd/ee_pose`` command must not reach the robot, or None if it may."""
     reason = stale_reason(stamp, now, max_age)
     if reason is not None:
@@ -94,12 +95,12 @@ def slerp(a, b, fraction: float) -> np.ndarray:
     if dot > 0.9995:  # nearly equal: linear interpolation is exact enough and stable
         return normalise(a + fraction * (b - a))
     theta = math.acos(dot)
-    return (math.sin((1 - fraction) * theta) * a + math.sin(fraction * theta) * b) \
-        / math.sin(theta)
+    return (math.sin((1 - fraction) * theta) * a + math.sin(fraction * theta) * b) / math.sin(theta)
 
 
-def limit_step(current_pos, current_quat, target_pos, target_quat, max_translation: float,
-               max_rotation: float) -> tuple[np.ndarray, np.ndarray]:
+def limit_step(
+    current_pos, current_quat, target_pos, target_quat, max_translation: float, max_rotation: float
+) -> tuple[np.ndarray, np.ndarray]:
     """The target moved back towards the current pose so that it lies at most
     ``max_translation`` (m) and ``max_rotation`` (rad) away from it."""
     current_pos = np.asarray(current_pos, np.float64)
@@ -115,10 +116,23 @@ def limit_step(current_pos, current_quat, target_pos, target_quat, max_translati
     return target_pos, quat
 
 
-def safe_target(current_pos, current_quat, target_pos, target_quat, workspace: Workspace,
-                max_translation: float, max_rotation: float) -> tuple[np.ndarray, np.ndarray]:
+def safe_target(
+    current_pos,
+    current_quat,
+    target_pos,
+    target_quat,
+    workspace: Workspace,
+    max_translation: float,
+    max_rotation: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """The pose the robot may be sent: the target clipped to the box, then limited to one step
     from the measured pose. An arm already inside the box stays inside (the box is convex and
     the step runs along the segment towards a point in it); an arm outside is led back in."""
-    return limit_step(current_pos, current_quat, workspace.clip(target_pos), target_quat,
-                      max_translation, max_rotation)
+    return limit_step(
+        current_pos,
+        current_quat,
+        workspace.clip(target_pos),
+        target_quat,
+        max_translation,
+        max_rotation,
+    )

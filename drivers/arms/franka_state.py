@@ -58,8 +58,7 @@ def pose_twist(previous: ArmState, current: ArmState) -> np.ndarray:
     return np.concatenate([linear, angular])
 
 
-def arm_state(state, stamp: float, gripper: float | None,
-              previous: ArmState | None) -> ArmState:
+def arm_state(state, stamp: float, gripper: float | None, previous: ArmState | None) -> ArmState:
     """``ArmState`` from a franky ``RobotState`` read at ``stamp`` (wall seconds)."""
     pose = state.O_T_EE
     rotation = np.asarray(pose.matrix)[:3, :3]

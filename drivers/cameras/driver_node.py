@@ -85,21 +85,35 @@ class CameraConfig:
     """Parameters every camera driver has (each driver's config adds its device's)."""
 
     frame_id: str = param("", "frame of the images (default: the node's name + _optical_frame)")
-    crop: tuple = param((0, 0, 0, 0), "crop box [x, y, width, height] in source pixels, "
-                        "before resizing; all zeros: the whole frame")
-    resize: tuple = param((0, 0), "output size [width, height] after cropping; zeros: the crop's "
-                          "size, one zero: keep the crop's aspect ratio")
-    max_frame_age: float = param(0.5, "a frame older than this when it arrives is stale and "
-                                 "dropped (s)", positive)
-    stall_timeout: float = param(1.0, "no frame for this long: diagnostics report the source "
-                                 "stalled (s)", positive)
-    reconnect_after: float = param(3.0, "no frame for this long: close and reopen the device "
-                                   "(s)", positive)
-    reconnect_period: float = param(1.0, "wait between attempts to reopen a lost device (s)",
-                                    positive)
+    crop: tuple = param(
+        (0, 0, 0, 0),
+        "crop box [x, y, width, height] in source pixels, "
+        "before resizing; all zeros: the whole frame",
+    )
+    resize: tuple = param(
+        (0, 0),
+        "output size [width, height] after cropping; zeros: the crop's "
+        "size, one zero: keep the crop's aspect ratio",
+    )
+    max_frame_age: float = param(
+        0.5, "a frame older than this when it arrives is stale and dropped (s)", positive
+    )
+    stall_timeout: float = param(
+        1.0, "no frame for this long: diagnostics report the source stalled (s)", positive
+    )
+    reconnect_after: float = param(
+        3.0, "no frame for this long: close and reopen the device (s)", positive
+    )
+    reconnect_period: float = param(
+        1.0, "wait between attempts to reopen a lost device (s)", positive
+    )
     diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
-    read_timeout: float = param(0.2, "longest wait on the device in one read (s); bounds how "
-                                "fast a stall is noticed and the node stops", positive)
+    read_timeout: float = param(
+        0.2,
+        "longest wait on the device in one read (s); bounds how "
+        "fast a stall is noticed and the node stops",
+        positive,
+    )
 
 
 def camera_info_msg(intrinsics: Intrinsics, stamp: float, frame_id: str) -> CameraInfo:
@@ -123,14 +137,15 @@ class CameraDriverNode(DeviceNode):
         self.config = declare_config(self, self.CONFIG)
         self.frame_id = self.config.frame_id or f"{self.get_name()}_optical_frame"
         self._stream_pubs = {
-            stream: (self.create_publisher(Image, f"{STREAM_TOPICS[stream]}image_raw",
-                                           sensor_qos()),
-                     self.create_publisher(CameraInfo, f"{STREAM_TOPICS[stream]}camera_info",
-                                           sensor_qos()))
+            stream: (
+                self.create_publisher(Image, f"{STREAM_TOPICS[stream]}image_raw", sensor_qos()),
+                self.create_publisher(
+                    CameraInfo, f"{STREAM_TOPICS[stream]}camera_info", sensor_qos()
+                ),
+            )
             for stream in self.streams()
         }
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics",
-                                               DIAGNOSTICS_DEPTH)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_timer(1.0 / self.config.diagnostics_hz, self.publish_diagnostics)
         self._source: CameraSource | None = None
         self._reader: threading.Thread | None = None
@@ -172,8 +187,7 @@ class CameraDriverNode(DeviceNode):
         self._source, self._disconnected = source, None
         self._last_frame_at = time.monotonic()
         self._stop.clear()
-        self._reader = threading.Thread(target=self._read_loop, name="camera-reader",
-                                        daemon=True)
+        self._reader = threading.Thread(target=self._read_loop, name="camera-reader", daemon=True)
         self._reader.start()
 
     def enable_motion(self) -> None:
@@ -224,8 +238,9 @@ class CameraDriverNode(DeviceNode):
                 self._publish(frame)
             except ValueError as error:  # e.g. a reconnected device at another frame size
                 self.last_drop = f"{frame.stream}: {error}"
-                self.get_logger().error(f"cannot publish a frame: {self.last_drop}",
-                                        throttle_duration_sec=5.0)
+                self.get_logger().error(
+                    f"cannot publish a frame: {self.last_drop}", throttle_duration_sec=5.0
+                )
 
     def _lose(self, reason: str) -> None:
         self.get_logger().warning(f"{reason}; reconnecting", throttle_duration_sec=5.0)
@@ -258,16 +273,18 @@ class CameraDriverNode(DeviceNode):
         not fit it)."""
         key = (stream, width, height)
         if key not in self._geometry:
-            self._geometry[key] = FrameGeometry.build((width, height), self.config.crop,
-                                                      self.config.resize)
+            self._geometry[key] = FrameGeometry.build(
+                (width, height), self.config.crop, self.config.resize
+            )
         return self._geometry[key]
 
     def _publish(self, frame: Frame) -> None:
         reason = self._gates[frame.stream].refuse(frame.stamp, time.time())
         if reason is not None:
             self.last_drop = f"{frame.stream}: {reason}"
-            self.get_logger().warning(f"dropped a stale frame: {self.last_drop}",
-                                      throttle_duration_sec=5.0)
+            self.get_logger().warning(
+                f"dropped a stale frame: {self.last_drop}", throttle_duration_sec=5.0
+            )
             return
         if not self.motion_enabled:
             return
@@ -280,8 +297,7 @@ class CameraDriverNode(DeviceNode):
         frame_id = self.frame_id if frame.in_color_frame else f"{self.frame_id}_{frame.stream}"
         image_pub, info_pub = self._stream_pubs[frame.stream]
         image_pub.publish(array_to_image(pixels, encoding, frame.stamp, frame_id))
-        info_pub.publish(camera_info_msg(geometry.adjust(frame.intrinsics), frame.stamp,
-                                         frame_id))
+        info_pub.publish(camera_info_msg(geometry.adjust(frame.intrinsics), frame.stamp, frame_id))
         self.published[frame.stream] += 1
         self._last_published_at = time.monotonic()
 
@@ -293,9 +309,11 @@ class CameraDriverNode(DeviceNode):
                 return DiagnosticStatus.ERROR, f"not configured: {self._configure_error}"
             return DiagnosticStatus.WARN, "not configured (device closed)"
         if self._disconnected is not None:
-            return (DiagnosticStatus.ERROR,
-                    f"device not connected ({self._disconnected}); retrying every "
-                    f"{self.config.reconnect_period:g} s")
+            return (
+                DiagnosticStatus.ERROR,
+                f"device not connected ({self._disconnected}); retrying every "
+                f"{self.config.reconnect_period:g} s",
+            )
         silent = time.monotonic() - (self._last_frame_at or time.monotonic())
         source = self._source
         if source is not None and source.ended is not None:
@@ -306,8 +324,11 @@ class CameraDriverNode(DeviceNode):
             return DiagnosticStatus.WARN, "streaming, not publishing (inactive)"
         unpublished = time.monotonic() - self._last_published_at
         if unpublished > self.config.stall_timeout:
-            return (DiagnosticStatus.ERROR, f"frames arrive but none was published for "
-                    f"{unpublished:.1f} s (last refusal: {self.last_drop})")
+            return (
+                DiagnosticStatus.ERROR,
+                f"frames arrive but none was published for "
+                f"{unpublished:.1f} s (last refusal: {self.last_drop})",
+            )
         return DiagnosticStatus.OK, "streaming"
 
     def publish_diagnostics(self) -> None:
@@ -318,7 +339,9 @@ class CameraDriverNode(DeviceNode):
         values["reconnects"] = str(self._reconnects)
         source = self._source
         status = DiagnosticStatus(
-            level=level, name=self.get_fully_qualified_name(), message=message,
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
             hardware_id=source.description if source is not None else "",
             values=[KeyValue(key=k, value=v) for k, v in values.items()],
         )

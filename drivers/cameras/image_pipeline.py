@@ -45,8 +45,9 @@ class Intrinsics:
         """An ideal camera (square pixels, centred principal point): what a camera without
         calibration data is assumed to be."""
         if not 0 < fovy_deg < 180:
-            raise ValueError(f"the vertical field of view must lie in (0, 180) degrees, "
-                             f"got {fovy_deg}")
+            raise ValueError(
+                f"the vertical field of view must lie in (0, 180) degrees, got {fovy_deg}"
+            )
         focal = 0.5 * height / math.tan(math.radians(fovy_deg) / 2)
         return Intrinsics(width, height, focal, focal, (width - 1) / 2, (height - 1) / 2)
 
@@ -62,21 +63,28 @@ class FrameGeometry:
     size: tuple[int, int]
 
     @staticmethod
-    def build(source_size: tuple[int, int], crop: Sequence[int] = (0, 0, 0, 0),
-              resize: Sequence[int] = (0, 0)) -> FrameGeometry:
+    def build(
+        source_size: tuple[int, int],
+        crop: Sequence[int] = (0, 0, 0, 0),
+        resize: Sequence[int] = (0, 0),
+    ) -> FrameGeometry:
         """From a driver's ``crop`` and ``resize`` parameters: a crop of all zeros is the whole
         frame; a resize of zeros keeps the crop's size, and a single zero keeps the crop's
         aspect ratio. Raises ValueError, saying which, when the box leaves the frame."""
         width, height = (int(v) for v in source_size)
         if len(crop) != 4 or len(resize) != 2:
-            raise ValueError(f"crop needs [x, y, width, height] and resize [width, height]; "
-                             f"got crop {list(crop)}, resize {list(resize)}")
+            raise ValueError(
+                f"crop needs [x, y, width, height] and resize [width, height]; "
+                f"got crop {list(crop)}, resize {list(resize)}"
+            )
         x, y, w, h = (int(v) for v in crop)
         if (x, y, w, h) == (0, 0, 0, 0):
             w, h = width, height
         if x < 0 or y < 0 or w <= 0 or h <= 0 or x + w > width or y + h > height:
-            raise ValueError(f"crop [{x}, {y}, {w}, {h}] (x, y, width, height) does not fit in "
-                             f"the {width}x{height} frame")
+            raise ValueError(
+                f"crop [{x}, {y}, {w}, {h}] (x, y, width, height) does not fit in "
+                f"the {width}x{height} frame"
+            )
         out_w, out_h = (int(v) for v in resize)
         if out_w < 0 or out_h < 0:
             raise ValueError(f"resize [{out_w}, {out_h}] must not be negative")
@@ -98,7 +106,7 @@ class FrameGeometry:
         interpolated when growing; ``nearest`` keeps values as they are (depth: averaging
         across an edge would invent a surface between the two)."""
         x, y, w, h = self.crop
-        out = image[y:y + h, x:x + w]
+        out = image[y : y + h, x : x + w]
         if self.size == (w, h):
             return np.ascontiguousarray(out)
         import cv2
@@ -116,9 +124,13 @@ class FrameGeometry:
         x, y, w, h = self.crop
         sx, sy = self.size[0] / w, self.size[1] / h
         return replace(
-            intrinsics, width=self.size[0], height=self.size[1],
-            fx=intrinsics.fx * sx, fy=intrinsics.fy * sy,
-            cx=(intrinsics.cx - x + 0.5) * sx - 0.5, cy=(intrinsics.cy - y + 0.5) * sy - 0.5,
+            intrinsics,
+            width=self.size[0],
+            height=self.size[1],
+            fx=intrinsics.fx * sx,
+            fy=intrinsics.fy * sy,
+            cx=(intrinsics.cx - x + 0.5) * sx - 0.5,
+            cy=(intrinsics.cy - y + 0.5) * sy - 0.5,
         )
 
 
@@ -162,8 +174,10 @@ class FreshnessGate:
         if not math.isfinite(stamp) or stamp <= 0:
             reason = f"frame has no valid stamp ({stamp})"
         elif self.last_stamp is not None and stamp <= self.last_stamp:
-            reason = (f"frame stamped {stamp:.6f} is not newer than the last one published "
-                      f"({self.last_stamp:.6f})")
+            reason = (
+                f"frame stamped {stamp:.6f} is not newer than the last one published "
+                f"({self.last_stamp:.6f})"
+            )
         elif now - stamp > self.max_age:
             reason = f"frame is {now - stamp:.3f} s old (bound {self.max_age:.3f} s)"
         if reason is None:
@@ -177,8 +191,9 @@ class FreshnessGate:
         self.last_stamp = None
 
 
-def monotonic_to_host(stamp_mono: float, mono_now: float, wall_now: float,
-                      horizon: float = 10.0) -> float | None:
+def monotonic_to_host(
+    stamp_mono: float, mono_now: float, wall_now: float, horizon: float = 10.0
+) -> float | None:
     """A stamp on the host's monotonic clock (how V4L2 stamps buffers) on the wall clock, or
     None when it cannot be one: not in the last ``horizon`` seconds of the monotonic clock
     (a backend that reports no stamp, or a position in a stream instead of a time)."""

@@ -39,23 +39,42 @@ from robot_rl.ros.node_base import main_for
 
 @dataclass(frozen=True)
 class OpenCVCameraConfig(CameraConfig):
-    source: str = param("0", "device index or path, video file, stream address or GStreamer "
-                        "pipeline (see the module's docstring)",
-                        (lambda v: bool(v.strip()), "must not be empty"))
+    source: str = param(
+        "0",
+        "device index or path, video file, stream address or GStreamer "
+        "pipeline (see the module's docstring)",
+        (lambda v: bool(v.strip()), "must not be empty"),
+    )
     width: int = param(0, "requested frame width (px); 0: the device's default", non_negative)
     height: int = param(0, "requested frame height (px); 0: the device's default", non_negative)
-    rate: float = param(0.0, "requested frame rate (Hz); for a file, the playback rate; 0: the "
-                        "device's or the file's own", non_negative)
-    fourcc: str = param("", "pixel format to ask a UVC camera for, e.g. MJPG (needed by many "
-                        "for 30 Hz at 640x480 and above); empty: the device's default",
-                        (lambda v: len(v) in (0, 4), "must be empty or 4 characters"))
+    rate: float = param(
+        0.0,
+        "requested frame rate (Hz); for a file, the playback rate; 0: the "
+        "device's or the file's own",
+        non_negative,
+    )
+    fourcc: str = param(
+        "",
+        "pixel format to ask a UVC camera for, e.g. MJPG (needed by many "
+        "for 30 Hz at 640x480 and above); empty: the device's default",
+        (lambda v: len(v) in (0, 4), "must be empty or 4 characters"),
+    )
     loop: bool = param(False, "play a video file again from the start when it ends")
-    fovy: float = param(45.0, "vertical field of view (degrees) assumed when intrinsics are "
-                        "not given", (lambda v: 0 < v < 180, "must lie in (0, 180)"))
-    intrinsics: tuple = param((0.0, 0.0, 0.0, 0.0), "calibrated [fx, fy, cx, cy] (px) at the "
-                              "source's frame size; zeros: from fovy", length(4))
-    distortion: tuple = param((0.0, 0.0, 0.0, 0.0, 0.0), "calibrated plumb_bob coefficients "
-                              "[k1, k2, p1, p2, k3]", length(5))
+    fovy: float = param(
+        45.0,
+        "vertical field of view (degrees) assumed when intrinsics are not given",
+        (lambda v: 0 < v < 180, "must lie in (0, 180)"),
+    )
+    intrinsics: tuple = param(
+        (0.0, 0.0, 0.0, 0.0),
+        "calibrated [fx, fy, cx, cy] (px) at the source's frame size; zeros: from fovy",
+        length(4),
+    )
+    distortion: tuple = param(
+        (0.0, 0.0, 0.0, 0.0, 0.0),
+        "calibrated plumb_bob coefficients [k1, k2, p1, p2, k3]",
+        length(5),
+    )
 
 
 def _video_devices() -> list[str]:
@@ -108,11 +127,12 @@ class OpenCVSource:
     def _check_present(self, cv2) -> int:
         spec = self.spec
         if spec.kind == "device":
-            path = (f"/dev/video{spec.target}" if isinstance(spec.target, int)
-                    else str(spec.target))
+            path = f"/dev/video{spec.target}" if isinstance(spec.target, int) else str(spec.target)
             if os.name == "posix" and not os.path.exists(path):
-                raise SourceMissing(f"no video device {path} (video devices here: "
-                                    f"{', '.join(_video_devices()) or 'none'})")
+                raise SourceMissing(
+                    f"no video device {path} (video devices here: "
+                    f"{', '.join(_video_devices()) or 'none'})"
+                )
             return cv2.CAP_V4L2 if os.name == "posix" else cv2.CAP_ANY
         if spec.kind == "file":
             if not Path(str(spec.target)).is_file():
@@ -120,8 +140,10 @@ class OpenCVSource:
             return cv2.CAP_ANY
         if spec.kind == "gstreamer":
             if not cv2.videoio_registry.hasBackend(cv2.CAP_GSTREAMER):
-                raise ValueError("this OpenCV is built without GStreamer (the PyPI wheels are): "
-                                 "install one built with it to open a pipeline")
+                raise ValueError(
+                    "this OpenCV is built without GStreamer (the PyPI wheels are): "
+                    "install one built with it to open a pipeline"
+                )
             return cv2.CAP_GSTREAMER
         return cv2.CAP_FFMPEG
 
@@ -164,12 +186,22 @@ class OpenCVSource:
         if (fx, fy, cx, cy) == (0.0, 0.0, 0.0, 0.0):
             base = Intrinsics.from_fov(width, height, c.fovy)
         elif fx <= 0 or fy <= 0 or not 0 <= cx < width or not 0 <= cy < height:
-            raise ValueError(f"intrinsics {list(c.intrinsics)} do not describe the source's "
-                             f"{width}x{height} frames")
+            raise ValueError(
+                f"intrinsics {list(c.intrinsics)} do not describe the source's "
+                f"{width}x{height} frames"
+            )
         else:
             base = Intrinsics(width, height, fx, fy, cx, cy)
-        return Intrinsics(base.width, base.height, base.fx, base.fy, base.cx, base.cy,
-                          "plumb_bob", tuple(float(v) for v in c.distortion))
+        return Intrinsics(
+            base.width,
+            base.height,
+            base.fx,
+            base.fy,
+            base.cx,
+            base.cy,
+            "plumb_bob",
+            tuple(float(v) for v in c.distortion),
+        )
 
     def _grab(self) -> Frame | None:
         import cv2
@@ -180,8 +212,10 @@ class OpenCVSource:
         wall, mono = time.time(), time.monotonic()
         stamp = wall
         if self.spec.kind == "device":
-            stamp = monotonic_to_host(self._capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0,
-                                      mono, wall) or wall
+            stamp = (
+                monotonic_to_host(self._capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0, mono, wall)
+                or wall
+            )
         if image.ndim == 3 and image.shape[2] == 4:
             image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
         encoding = "mono8" if image.ndim == 2 else "bgr8"

@@ -52,13 +52,22 @@ class RealSenseConfig(CameraConfig):
     serial: str = param("", "serial number of the camera (empty: the only one connected)")
     width: int = param(640, "stream width (px), as the device offers it", positive)
     height: int = param(480, "stream height (px), as the device offers it", positive)
-    rate: float = param(30.0, "frame rate (Hz), as the device offers it",
-                        (lambda v: v > 0 and float(v).is_integer(), "must be a whole number > 0"))
-    depth: bool = param(False, "also stream depth (depth/image_raw, 16UC1 millimetres, and "
-                        "depth/camera_info) at the same size and rate")
-    align_depth: bool = param(True, "reproject depth into the colour camera (its intrinsics and "
-                              "frame), so one crop cuts both alike; false: the depth camera's "
-                              "own view")
+    rate: float = param(
+        30.0,
+        "frame rate (Hz), as the device offers it",
+        (lambda v: v > 0 and float(v).is_integer(), "must be a whole number > 0"),
+    )
+    depth: bool = param(
+        False,
+        "also stream depth (depth/image_raw, 16UC1 millimetres, and "
+        "depth/camera_info) at the same size and rate",
+    )
+    align_depth: bool = param(
+        True,
+        "reproject depth into the colour camera (its intrinsics and "
+        "frame), so one crop cuts both alike; false: the depth camera's "
+        "own view",
+    )
 
 
 def _intrinsics(profile) -> Intrinsics:
@@ -66,8 +75,16 @@ def _intrinsics(profile) -> Intrinsics:
     model = str(i.model).rsplit(".", 1)[-1]
     ros_model = _DISTORTION.get(model, "plumb_bob")
     count = 4 if ros_model == "equidistant" else 5
-    return Intrinsics(i.width, i.height, i.fx, i.fy, i.ppx, i.ppy, ros_model,
-                      tuple(float(c) for c in list(i.coeffs)[:count]))
+    return Intrinsics(
+        i.width,
+        i.height,
+        i.fx,
+        i.fy,
+        i.ppx,
+        i.ppy,
+        ros_model,
+        tuple(float(c) for c in list(i.coeffs)[:count]),
+    )
 
 
 def _serial(device) -> str:
@@ -101,14 +118,18 @@ class RealSenseSource:
         wanted = self.config.serial
         if wanted:
             if wanted not in serials:
-                raise SourceMissing(f"no RealSense with serial {wanted} is connected "
-                                    f"(connected: {', '.join(serials) or 'none'})")
+                raise SourceMissing(
+                    f"no RealSense with serial {wanted} is connected "
+                    f"(connected: {', '.join(serials) or 'none'})"
+                )
             return devices[serials.index(wanted)]
         if not devices:
             raise SourceMissing("no RealSense camera is connected")
         if len(devices) > 1:
-            raise ValueError(f"{len(devices)} RealSense cameras are connected "
-                             f"({', '.join(serials)}); set the serial parameter")
+            raise ValueError(
+                f"{len(devices)} RealSense cameras are connected "
+                f"({', '.join(serials)}); set the serial parameter"
+            )
         return devices[0]
 
     def open(self) -> None:
@@ -132,11 +153,14 @@ class RealSenseSource:
             profile = pipeline.start(config)
         except RuntimeError as error:
             wanted = " and ".join(streams)
-            raise ValueError(f"RealSense {serial} cannot stream {wanted} at {c.width}x{c.height}"
-                             f", {c.rate:g} Hz: {error}") from None
+            raise ValueError(
+                f"RealSense {serial} cannot stream {wanted} at {c.width}x{c.height}"
+                f", {c.rate:g} Hz: {error}"
+            ) from None
         self._pipeline = pipeline
-        self._intrinsics = {name: _intrinsics(profile.get_stream(kind))
-                            for name, (kind, _) in streams.items()}
+        self._intrinsics = {
+            name: _intrinsics(profile.get_stream(kind)) for name, (kind, _) in streams.items()
+        }
         self._align = None
         if c.depth and c.align_depth:
             self._align = rs.align(rs.stream.color)
@@ -175,8 +199,15 @@ class RealSenseSource:
             units_mm = frame.as_depth_frame().get_units() * 1000.0
             if abs(units_mm - 1.0) > 1e-6:
                 pixels = np.clip(np.rint(pixels * units_mm), 0, 65535).astype(np.uint16)
-        return Frame(stream, pixels, encoding, stamp, self._intrinsics[stream], keepalive=frame,
-                     in_color_frame=stream == "color" or self._align is not None)
+        return Frame(
+            stream,
+            pixels,
+            encoding,
+            stamp,
+            self._intrinsics[stream],
+            keepalive=frame,
+            in_color_frame=stream == "color" or self._align is not None,
+        )
 
     def close(self) -> None:
         pipeline, self._pipeline = self._pipeline, None
@@ -209,13 +240,19 @@ def discover() -> list[dict]:
     try:
         found = []
         for device in connected_devices():
+
             def info(key, device=device):
                 return device.get_info(key) if device.supports(key) else ""
 
-            found.append({"kind": "realsense", "serial": info(rs.camera_info.serial_number),
-                          "name": info(rs.camera_info.name),
-                          "firmware": info(rs.camera_info.firmware_version),
-                          "usb": info(rs.camera_info.usb_type_descriptor)})
+            found.append(
+                {
+                    "kind": "realsense",
+                    "serial": info(rs.camera_info.serial_number),
+                    "name": info(rs.camera_info.name),
+                    "firmware": info(rs.camera_info.firmware_version),
+                    "usb": info(rs.camera_info.usb_type_descriptor),
+                }
+            )
         return found
     except RuntimeError as error:
         return [{"kind": "realsense", "error": f"cannot list RealSense devices: {error}"}]

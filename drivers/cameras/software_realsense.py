@@ -12,27 +12,44 @@ from robot_rl.drivers.cameras.image_pipeline import Intrinsics
 
 
 class SoftwareRealSense:
-    def __init__(self, serial: str, width: int = 640, height: int = 480, fps: int = 30,
-                 intrinsics: Intrinsics | None = None, depth: bool = False,
-                 depth_units: float = 0.001, depth_intrinsics: Intrinsics | None = None):
+    def __init__(
+        self,
+        serial: str,
+        width: int = 640,
+        height: int = 480,
+        fps: int = 30,
+        intrinsics: Intrinsics | None = None,
+        depth: bool = False,
+        depth_units: float = 0.001,
+        depth_intrinsics: Intrinsics | None = None,
+    ):
         import pyrealsense2 as rs
 
         self._rs = rs
         self.serial, self.width, self.height = serial, width, height
-        self.intrinsics = intrinsics or Intrinsics(width, height, 600.0, 600.0,
-                                                   (width - 1) / 2, (height - 1) / 2)
+        self.intrinsics = intrinsics or Intrinsics(
+            width, height, 600.0, 600.0, (width - 1) / 2, (height - 1) / 2
+        )
         self.device = rs.software_device()
         self.device.register_info(rs.camera_info.serial_number, serial)
         self.device.register_info(rs.camera_info.name, "Software RealSense")
         self._color_sensor = self.device.add_sensor("RGB Camera")
-        self._color = self._add_stream(self._color_sensor, rs.stream.color, rs.format.rgb8, 3,
-                                       0, fps, self.intrinsics)
+        self._color = self._add_stream(
+            self._color_sensor, rs.stream.color, rs.format.rgb8, 3, 0, fps, self.intrinsics
+        )
         self._depth_sensor = self._depth = None
         if depth:
             self._depth_sensor = self.device.add_sensor("Stereo Module")
             self._depth_sensor.add_read_only_option(rs.option.depth_units, depth_units)
-            self._depth = self._add_stream(self._depth_sensor, rs.stream.depth, rs.format.z16,
-                                           2, 1, fps, depth_intrinsics or self.intrinsics)
+            self._depth = self._add_stream(
+                self._depth_sensor,
+                rs.stream.depth,
+                rs.format.z16,
+                2,
+                1,
+                fps,
+                depth_intrinsics or self.intrinsics,
+            )
             # both sensors at one viewpoint (a real camera's calibration has a baseline)
             identity = rs.extrinsics()
             identity.rotation = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
@@ -54,8 +71,14 @@ class SoftwareRealSense:
         stream.bpp, stream.fmt, stream.intrinsics = bpp, fmt, intr
         return sensor.add_video_stream(stream, True).as_video_stream_profile()
 
-    def feed(self, color: np.ndarray, timestamp_ms: float, frame_number: int,
-             domain: str = "global_time", depth: np.ndarray | None = None) -> None:
+    def feed(
+        self,
+        color: np.ndarray,
+        timestamp_ms: float,
+        frame_number: int,
+        domain: str = "global_time",
+        depth: np.ndarray | None = None,
+    ) -> None:
         """Inject one frame (and a depth frame with the same stamp): ``color`` is (H, W, 3)
         uint8 RGB, ``depth`` (H, W) uint16 in depth units; ``domain`` names the
         ``rs.timestamp_domain`` of ``timestamp_ms``."""
@@ -64,8 +87,9 @@ class SoftwareRealSense:
         if depth is not None:
             if self._depth is None:
                 raise ValueError("this software RealSense has no depth sensor")
-            pairs.append((self._depth_sensor, self._depth,
-                          np.ascontiguousarray(depth, np.uint16), 2))
+            pairs.append(
+                (self._depth_sensor, self._depth, np.ascontiguousarray(depth, np.uint16), 2)
+            )
         for sensor, profile, pixels, bpp in pairs:
             frame = rs.software_video_frame()
             frame.pixels = pixels

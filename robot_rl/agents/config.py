@@ -93,8 +93,9 @@ class AgentConfig:
         if self.drq_pad < 0:
             raise ValueError(f"drq_pad must be >= 0, got {self.drq_pad}")
         if self.encoder_weights and not self.encoder_frozen:
-            raise ValueError("--agent.encoder-weights loads a frozen trunk: add "
-                             "--agent.encoder-frozen")
+            raise ValueError(
+                "--agent.encoder-weights loads a frozen trunk: add --agent.encoder-frozen"
+            )
 
 
 def rlpd_config(**overrides) -> AgentConfig:

@@ -42,8 +42,10 @@ class DataParallel:
 
     def check_batch_size(self, batch_size: int) -> None:
         if batch_size % self.size:
-            raise ValueError(f"batch size {batch_size} does not split over {self.size} devices; "
-                             f"use a multiple of {self.size}")
+            raise ValueError(
+                f"batch size {batch_size} does not split over {self.size} devices; "
+                f"use a multiple of {self.size}"
+            )
 
     def place_agent(self, agent: Any) -> Any:
         """The agent replicated on every device."""

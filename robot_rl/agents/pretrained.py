@@ -77,22 +77,26 @@ def check_trunk_tensors(flat: dict, trunk_name: str, where: str) -> None:
         if path not in flat:
             problems.append(f"missing tensor {path!r} (shape {shape})")
         elif tuple(np.shape(flat[path])) != shape:
-            problems.append(f"tensor {path!r} has shape {tuple(np.shape(flat[path]))}, "
-                            f"the trunk expects {shape}")
+            problems.append(
+                f"tensor {path!r} has shape {tuple(np.shape(flat[path]))}, "
+                f"the trunk expects {shape}"
+            )
     problems += [f"unexpected tensor {p!r}" for p in sorted(set(flat) - set(expected))]
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise EncoderWeightsError(
-            f"{where} is not a {trunk_name} trunk: {problems[0]}{more}")
+        raise EncoderWeightsError(f"{where} is not a {trunk_name} trunk: {problems[0]}{more}")
 
 
-def save_trunk_weights(path: str | os.PathLike, variables: dict, trunk_name: str,
-                       where: str = "these variables") -> Path:
+def save_trunk_weights(
+    path: str | os.PathLike, variables: dict, trunk_name: str, where: str = "these variables"
+) -> Path:
     """Write trunk variables as safetensors with ``/``-joined names (checked first)."""
     from safetensors.numpy import save_file
 
-    flat = {k: np.ascontiguousarray(np.asarray(v, np.float32))
-            for k, v in flatten_variables(variables).items()}
+    flat = {
+        k: np.ascontiguousarray(np.asarray(v, np.float32))
+        for k, v in flatten_variables(variables).items()
+    }
     check_trunk_tensors(flat, trunk_name, where)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,13 +114,15 @@ def load_trunk_weights(path: str | os.PathLike, trunk_name: str) -> dict:
     if suffix in (".pkl", ".pickle"):
         raise EncoderWeightsError(
             f"{path} is a pickle, which is never loaded here: convert it first with "
-            f"robot-rl convert-encoder {path} {path.with_suffix('.safetensors')}")
+            f"robot-rl convert-encoder {path} {path.with_suffix('.safetensors')}"
+        )
     flat = _read_safetensors(path) if suffix == ".safetensors" else None
     if flat is None or not any("/" in name for name in flat):
         if trunk_name != "resnet10":
             raise EncoderWeightsError(
                 f"{path} is not a {trunk_name} trunk file (expected safetensors with names "
-                "like params/<module>/kernel, as robot-rl convert-encoder writes)")
+                "like params/<module>/kernel, as robot-rl convert-encoder writes)"
+            )
         from robot_rl.agents.encoders.torch_import import load_resnet10_state_dict
 
         return load_resnet10_state_dict(flat if flat is not None else path)
@@ -132,7 +138,8 @@ def _read_safetensors(path: Path) -> dict:
     except Exception as error:  # safetensors raises its own types, with long messages
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise EncoderWeightsError(
-            f"could not read {path} as safetensors ({type(error).__name__}: {first})") from error
+            f"could not read {path} as safetensors ({type(error).__name__}: {first})"
+        ) from error
 
 
 @functools.lru_cache(maxsize=8)
@@ -161,8 +168,9 @@ def encoder_metadata(config: AgentConfig) -> dict:
     }
 
 
-def create_agent(seed, observation_space, action_space, config: AgentConfig,
-                 load_weights: bool = True):
+def create_agent(
+    seed, observation_space, action_space, config: AgentConfig, load_weights: bool = True
+):
     """``SACAgent.create`` with ``config.encoder_weights`` read into the frozen trunk (unless
     ``load_weights`` is False: a run about to restore a checkpoint, which holds the trunk)."""
     from robot_rl.agents.sac import SACAgent
@@ -174,5 +182,6 @@ def create_agent(seed, observation_space, action_space, config: AgentConfig,
         if not split_observation_keys(observation_space)[0]:
             raise ValueError("--agent.encoder-weights: this run observes no camera (--cameras)")
         variables = load_trunk_weights(config.encoder_weights, config.encoder)
-    return SACAgent.create(seed, observation_space, action_space, config,
-                           frozen_trunk_variables=variables)
+    return SACAgent.create(
+        seed, observation_space, action_space, config, frozen_trunk_variables=variables
+    )

@@ -112,10 +112,13 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
 
     def observation(self) -> ObservationMode:
         """The run's observation mode: robot mode always in 'up robot'."""
-        return ObservationMode(cameras=tuple(self.cameras), image_size=self.image_size,
-                               privileged_state=self.privileged_state,
-                               robot_mode=self.robot_mode or self.mode == "robot",
-                               checkpoints=self.checkpoints)
+        return ObservationMode(
+            cameras=tuple(self.cameras),
+            image_size=self.image_size,
+            privileged_state=self.privileged_state,
+            robot_mode=self.robot_mode or self.mode == "robot",
+            checkpoints=self.checkpoints,
+        )
 
 
 def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> list[str]:
@@ -163,12 +166,21 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         checkpoints = ["--checkpoints", str(Path(cfg.checkpoints).absolute())]
         learner_args, actor_args = [*learner_args, *checkpoints], [*actor_args, *checkpoints]
     return StackConfig(
-        task=cfg.task, mode=cfg.mode, hardware=cfg.hardware, cameras=tuple(cfg.cameras),
-        image_size=cfg.image_size, privileged_state=cfg.privileged_state,
-        robot_mode=cfg.robot_mode, speedup=cfg.speedup, seed=cfg.seed,
+        task=cfg.task,
+        mode=cfg.mode,
+        hardware=cfg.hardware,
+        cameras=tuple(cfg.cameras),
+        image_size=cfg.image_size,
+        privileged_state=cfg.privileged_state,
+        robot_mode=cfg.robot_mode,
+        speedup=cfg.speedup,
+        seed=cfg.seed,
         max_learner_lag=cfg.max_learner_lag if cfg.utd_pacing else None,
-        learner_endpoint=endpoint, run_dir=str(run_dir), total_steps=cfg.total_steps,
-        log_every=cfg.log_every, learner_args=tuple(learner_args),
+        learner_endpoint=endpoint,
+        run_dir=str(run_dir),
+        total_steps=cfg.total_steps,
+        log_every=cfg.log_every,
+        learner_args=tuple(learner_args),
         actor_args=tuple(actor_args),
     )
 
@@ -225,18 +237,26 @@ def run(cfg: UpConfig) -> int:
 
         missing = load_hardware(cfg.hardware).missing_executables()
         if missing:
-            console.print(f"[red]error:[/] {cfg.hardware} names driver executables that are "
-                          f"not installed: {', '.join(sorted(set(missing)))}")
+            console.print(
+                f"[red]error:[/] {cfg.hardware} names driver executables that are "
+                f"not installed: {', '.join(sorted(set(missing)))}"
+            )
             return 2
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "stack.json").write_text(json.dumps(
-        [{"name": p.name, "role": p.role, "command": p.command()} for p in processes], indent=2))
+    (run_dir / "stack.json").write_text(
+        json.dumps(
+            [{"name": p.name, "role": p.role, "command": p.command()} for p in processes], indent=2
+        )
+    )
     supervisor = Supervisor(run_dir / "logs")
     progress = StackProgress(run_dir / "logs")
     previous = signal.signal(signal.SIGTERM, _terminate)
     started = time.monotonic()
-    console.print(f"[bold]up[/] {cfg.mode} {cfg.task}: "
-                  + ", ".join(p.name for p in processes) + f" -> {run_dir}")
+    console.print(
+        f"[bold]up[/] {cfg.mode} {cfg.task}: "
+        + ", ".join(p.name for p in processes)
+        + f" -> {run_dir}"
+    )
     try:
         drivers = [p for p in processes if p.role not in ("actor", "learner")]
         for spec in drivers:
@@ -264,11 +284,17 @@ def run(cfg: UpConfig) -> int:
     report = _report(cfg, run_dir, train_seconds, console)
     report["wall_seconds"] = time.monotonic() - started
     (run_dir / "report.json").write_text(json.dumps(report, indent=2))
-    console.print(f"[bold]done[/] in {report['wall_seconds'] / 60:.1f} min "
-                  f"(wall {report['wall_seconds']:.0f} s): "
-                  + (f"success {report['eval']['success_rate']:.0%} over "
-                     f"{report['eval']['episodes']} episodes; " if report.get("eval") else "")
-                  + f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}")
+    console.print(
+        f"[bold]done[/] in {report['wall_seconds'] / 60:.1f} min "
+        f"(wall {report['wall_seconds']:.0f} s): "
+        + (
+            f"success {report['eval']['success_rate']:.0%} over "
+            f"{report['eval']['episodes']} episodes; "
+            if report.get("eval")
+            else ""
+        )
+        + f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}"
+    )
     return 0
 
 
@@ -288,8 +314,10 @@ def wait_until_active(supervisor, nodes, timeout: float, console: Console) -> No
             for fqn, spec in list(pending.items()):
                 code = supervisor.returncode(spec.name)
                 if code is not None:
-                    raise StackFailed(f"{_device(spec)} exited ({code}) before it was active: "
-                                      f"{node_error(supervisor.children[spec.name].log)}")
+                    raise StackFailed(
+                        f"{_device(spec)} exited ({code}) before it was active: "
+                        f"{node_error(supervisor.children[spec.name].log)}"
+                    )
                 if probe.visible(fqn) and not probe.is_lifecycle(fqn):
                     states[fqn] = "up"
                 else:
@@ -299,13 +327,17 @@ def wait_until_active(supervisor, nodes, timeout: float, console: Console) -> No
                     del pending[fqn]
                 elif states[fqn] is not None and logged_error(supervisor.children[spec.name].log):
                     # it answers, so its own start (autostart) is over, and it failed
-                    raise StackFailed(f"{_device(spec)} is {states[fqn]}, not active: "
-                                      f"{node_error(supervisor.children[spec.name].log)}")
+                    raise StackFailed(
+                        f"{_device(spec)} is {states[fqn]}, not active: "
+                        f"{node_error(supervisor.children[spec.name].log)}"
+                    )
             if pending and time.monotonic() > deadline:
                 fqn, spec = next(iter(pending.items()))
                 state = states[fqn] or "no answer from its get_state service"
-                raise StackFailed(f"{_device(spec)} is not active after {timeout:g} s "
-                                  f"({state}): {node_error(supervisor.children[spec.name].log)}")
+                raise StackFailed(
+                    f"{_device(spec)} is not active after {timeout:g} s "
+                    f"({state}): {node_error(supervisor.children[spec.name].log)}"
+                )
             time.sleep(0.5)
     finally:
         probe.close()
@@ -332,10 +364,16 @@ def logged_error(log: Path) -> str | None:
         if _ROS_LOG_PREFIX.match(line):
             return _ROS_LOG_PREFIX.sub("", line)
         if line.startswith("error:"):
-            return line[len("error:"):].strip()
+            return line[len("error:") :].strip()
     if "Traceback (most recent call last):" in lines:
-        return next((line for line in reversed(lines)
-                     if re.match(r"^\w[\w.]*(Error|Exception|Interrupt)\b", line)), None)
+        return next(
+            (
+                line
+                for line in reversed(lines)
+                if re.match(r"^\w[\w.]*(Error|Exception|Interrupt)\b", line)
+            ),
+            None,
+        )
     return None
 
 
@@ -360,8 +398,11 @@ def _supervise(supervisor, progress, console, log_every: float) -> None:
             else:
                 tail = child.log.read_text(errors="replace").splitlines()[-15:]
                 raise StackFailed(f"{name} exited with {code}:\n" + "\n".join(tail))
-        finals = [supervisor.returncode(name) for name in ("actor", "learner")
-                  if name in supervisor.children]
+        finals = [
+            supervisor.returncode(name)
+            for name in ("actor", "learner")
+            if name in supervisor.children
+        ]
         if finals and all(code == 0 for code in finals):
             return
         if time.monotonic() - last_line >= log_every:
@@ -377,19 +418,27 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
     learner_dir = run_dir / "learner"
     summary_file = learner_dir / "summary.json"
     report = {
-        "task": cfg.task, "mode": cfg.mode, "total_steps": cfg.total_steps,
+        "task": cfg.task,
+        "mode": cfg.mode,
+        "total_steps": cfg.total_steps,
         "train_seconds": train_seconds,
         "learner": json.loads(summary_file.read_text()) if summary_file.is_file() else None,
         "checkpoints": str(learner_dir / "checkpoints"),
     }
     paced = cfg.mode == "sim" and cfg.utd_pacing
-    report["utd"] = utd_report(report["learner"], actor_summary(run_dir / "logs" / "actor.log"),
-                               paced)
+    report["utd"] = utd_report(
+        report["learner"], actor_summary(run_dir / "logs" / "actor.log"), paced
+    )
     if cfg.eval_episodes:
-        console.print(f"evaluating the final checkpoint on the in-process twin "
-                      f"({cfg.eval_episodes} episodes)")
-        result = evaluate_checkpoint(learner_dir / "checkpoints", cfg.eval_episodes,
-                                     run_dir / "logs" / "eval.log", on_twin=cfg.mode == "robot")
+        console.print(
+            f"evaluating the final checkpoint on the in-process twin ({cfg.eval_episodes} episodes)"
+        )
+        result = evaluate_checkpoint(
+            learner_dir / "checkpoints",
+            cfg.eval_episodes,
+            run_dir / "logs" / "eval.log",
+            on_twin=cfg.mode == "robot",
+        )
         report["eval"] = result
         with open(learner_dir / "eval.jsonl", "a") as f:
             # the curves' x axis is environment steps (the result's own "step" counts updates)
@@ -402,8 +451,18 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
 def evaluate_checkpoint(checkpoints: Path, episodes: int, log: Path, on_twin=False) -> dict:
     """``robot-rl eval --json-out`` in its own process (its JAX and MuJoCo stay out of ours);
     ``on_twin``: a robot run's checkpoint, evaluated on the twin as the console line says."""
-    command = [sys.executable, "-m", "robot_rl.cli", "eval", "--checkpoint", str(checkpoints),
-               "--episodes", str(episodes), "--json-out", *(["--on-twin"] if on_twin else [])]
+    command = [
+        sys.executable,
+        "-m",
+        "robot_rl.cli",
+        "eval",
+        "--checkpoint",
+        str(checkpoints),
+        "--episodes",
+        str(episodes),
+        "--json-out",
+        *(["--on-twin"] if on_twin else []),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:

@@ -20,7 +20,6 @@ TWIST_TYPE = "geometry_msgs/msg/TwistStamped"
 WRENCH_TYPE = "geometry_msgs/msg/WrenchStamped"
 
 
-
 def camera_topic(camera: str) -> str:
     """``front`` -> ``/front_cam/image_raw`` (each camera in its own namespace)."""
     return f"/{camera}_cam/image_raw"

@@ -33,8 +33,7 @@ class RobotEnv(gym.Env):
 
     def __init__(self, task: Task, backend: Backend):
         if not hasattr(backend, robot_kind(task.robot).backend_method):
-            raise TypeError(f"task {task.name!r} needs a {task.robot} backend, got "
-                            f"{type(backend)}")
+            raise TypeError(f"task {task.name!r} needs a {task.robot} backend, got {type(backend)}")
         self.task = task
         self.backend = backend
         self.observation_space = task.observation_space()

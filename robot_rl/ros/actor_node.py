@@ -44,9 +44,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     own, ros = split_ros_args(sys.argv[1:] if argv is None else argv)
     try:
-        cfg = tyro.cli(ActorConfig, args=own, default=ActorConfig(backend="ros", speedup=0.0),
-                       prog="python -m robot_rl.ros.actor_node",
-                       description="the actor as a ROS 2 node (options as robot-rl actor)")
+        cfg = tyro.cli(
+            ActorConfig,
+            args=own,
+            default=ActorConfig(backend="ros", speedup=0.0),
+            prog="python -m robot_rl.ros.actor_node",
+            description="the actor as a ROS 2 node (options as robot-rl actor)",
+        )
     except SystemExit as err:
         return err.code if isinstance(err.code, int) else 1
     ros_config = dataclasses.replace(

@@ -28,8 +28,9 @@ class ActorDiagnostics:
         self._name = node.get_fully_qualified_name()
         self._pub = node.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self._last = (outbox.next_seq, backend.now(), time.monotonic())
-        self._timer = node.create_timer(period, self.publish,
-                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._timer = node.create_timer(
+            period, self.publish, clock=Clock(clock_type=ClockType.STEADY_TIME)
+        )
 
     def values(self) -> dict[str, float | int | bool]:
         seq, robot_now, wall_now = self.outbox.next_seq, self.backend.now(), time.monotonic()
@@ -56,11 +57,15 @@ class ActorDiagnostics:
         else:
             level, message = DiagnosticStatus.OK, "acting"
         status = DiagnosticStatus(
-            level=level, name=self._name, message=message, hardware_id="robot_rl/actor",
+            level=level,
+            name=self._name,
+            message=message,
+            hardware_id="robot_rl/actor",
             values=[KeyValue(key=k, value=_text(v)) for k, v in values.items()],
         )
-        self._pub.publish(DiagnosticArray(header=header(max(self.backend.now(), 0.0)),
-                                          status=[status]))
+        self._pub.publish(
+            DiagnosticArray(header=header(max(self.backend.now(), 0.0)), status=[status])
+        )
 
 
 def _text(value) -> str:

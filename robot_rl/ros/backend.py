@@ -68,10 +68,14 @@ class RosRobotBackend:
         self._context = Context()
         # never the host's argv: only the ROS arguments meant for this node
         rclpy.init(context=self._context, args=list(config.ros_args))
-        overrides = ([] if config.use_sim_time is None else
-                     [Parameter("use_sim_time", value=config.use_sim_time)])
+        overrides = (
+            []
+            if config.use_sim_time is None
+            else [Parameter("use_sim_time", value=config.use_sim_time)]
+        )
         self.node = rclpy.create_node(
-            config.node_name or f"robot_rl_backend_{task.robot}", context=self._context,
+            config.node_name or f"robot_rl_backend_{task.robot}",
+            context=self._context,
             parameter_overrides=overrides,
         )
         self.use_sim_time = bool(self.node.get_parameter("use_sim_time").value)
@@ -99,8 +103,7 @@ class RosRobotBackend:
             try:
                 entries = extract(msg)
             except (ValueError, KeyError) as error:  # malformed data never becomes a reading
-                logger.warning(f"{topic}: dropped a message: {error}",
-                               throttle_duration_sec=5.0)
+                logger.warning(f"{topic}: dropped a message: {error}", throttle_duration_sec=5.0)
                 return
             history.add(convert.from_stamp(msg.header.stamp), entries)
 
@@ -160,8 +163,9 @@ class RosRobotBackend:
     # -- the backend contract ------------------------------------------------------------------
     def read(self) -> Reading:
         self._check_clock()
-        reading, self.reading_stamp = synchronise(self._histories, self.now(),
-                                                  self.config.max_age, self.config.slop)
+        reading, self.reading_stamp = synchronise(
+            self._histories, self.now(), self.config.max_age, self.config.slop
+        )
         return self.complete(reading)
 
     def complete(self, reading: Reading) -> Reading:
@@ -217,8 +221,9 @@ class RosRobotBackend:
             response = self._call(Trigger, "reset", Trigger.Request())
             if response.success:
                 break
-            waiting = any(reason in response.message
-                          for reason in ("e-stop", "not configured", "not active"))
+            waiting = any(
+                reason in response.message for reason in ("e-stop", "not configured", "not active")
+            )
             if not waiting or time.monotonic() > deadline:
                 raise RuntimeError(f"{self.topic('reset')} refused: {response.message}")
             time.sleep(0.1)
@@ -254,15 +259,18 @@ class RosArmBackend(RosRobotBackend):
         t = self.topic
         self._pose = self.subscribe(t("ee_pose"), PoseStamped, _pose_entries("tcp"))
         self.subscribe(t("joint_states"), JointState, _arm_joint_entries)
-        self.subscribe(t("ee_twist"), TwistStamped,
-                       lambda m: {"tcp_vel": convert.twist_stamped_to_array(m)})
-        self.subscribe(t("ee_wrench"), WrenchStamped,
-                       lambda m: {"wrench": convert.wrench_stamped_to_array(m)})
+        self.subscribe(
+            t("ee_twist"), TwistStamped, lambda m: {"tcp_vel": convert.twist_stamped_to_array(m)}
+        )
+        self.subscribe(
+            t("ee_wrench"), WrenchStamped, lambda m: {"wrench": convert.wrench_stamped_to_array(m)}
+        )
         self.subscribe(t("gripper/joint_states"), JointState, _gripper_entries)
         objects = config.objects if config.objects is not None else _privileged_objects(task)
         for name in objects:
-            self.subscribe(f"/sim/objects/{name}/pose", PoseStamped,
-                           _pose_entries(f"object/{name}"))
+            self.subscribe(
+                f"/sim/objects/{name}/pose", PoseStamped, _pose_entries(f"object/{name}")
+            )
         self._pose_pub = self.node.create_publisher(PoseStamped, t("cmd/ee_pose"), command_qos())
         self._gripper_pub = self.node.create_publisher(Float64, t("cmd/gripper"), command_qos())
         self._quat = np.array([0.0, 1.0, 0.0, 0.0])
@@ -310,14 +318,15 @@ class RosArmBackend(RosRobotBackend):
                     break
         else:
             self.node.get_logger().warning(
-                f"move_to: TCP did not settle within {self.config.settle_tolerance} m of "
-                f"{target}")
+                f"move_to: TCP did not settle within {self.config.settle_tolerance} m of {target}"
+            )
         self.wait_until_ready()  # the episode starts only once every sensor is fresh
 
     def place_object(self, name: str, pos: np.ndarray, quat: np.ndarray) -> None:
         raise NotImplementedError(
             "the ROS backend cannot place objects; the twin node's reset service randomises "
-            "the scene")
+            "the scene"
+        )
 
 
 class RosCarBackend(RosRobotBackend):
@@ -331,8 +340,7 @@ class RosCarBackend(RosRobotBackend):
 
     FLIP_UP_Z = 0.3
 
-    def __init__(self, task, config: RosBackendConfig | None = None,
-                 twin_collision: bool = False):
+    def __init__(self, task, config: RosBackendConfig | None = None, twin_collision: bool = False):
         config = config or RosBackendConfig()
         super().__init__(task, config, "/car")
         self.subscribe(self.topic("odom"), Odometry, self._odom_entries)
@@ -342,8 +350,7 @@ class RosCarBackend(RosRobotBackend):
         self._collided: bool | None = None
         if twin_collision:
             self._collided = False
-            self.node.create_subscription(Bool, "/sim/collision", self._on_collision,
-                                          sensor_qos())
+            self.node.create_subscription(Bool, "/sim/collision", self._on_collision, sensor_qos())
         self._cmd_pub = self.node.create_publisher(Twist, self.topic("cmd_vel"), command_qos())
 
     def _odom_entries(self, msg: Odometry) -> Reading:
@@ -391,7 +398,8 @@ class RosCarBackend(RosRobotBackend):
     def place_car(self, x: float, y: float, yaw: float) -> None:
         raise NotImplementedError(
             "the ROS backend cannot place the car; call reset_robot() (the twin node's reset "
-            "service runs the task's reset procedure)")
+            "service runs the task's reset procedure)"
+        )
 
 
 def _pose_entries(prefix: str):

@@ -38,8 +38,15 @@ class RosBackendConfig:
     """The car's wheelbase (m): steering <-> yaw rate in ``cmd_vel``."""
 
     def __post_init__(self) -> None:
-        for name in ("max_age", "slop", "clock_timeout", "service_timeout", "ready_timeout",
-                     "settle_tolerance", "wheelbase"):
+        for name in (
+            "max_age",
+            "slop",
+            "clock_timeout",
+            "service_timeout",
+            "ready_timeout",
+            "settle_tolerance",
+            "wheelbase",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"RosBackendConfig.{name} must be > 0, got {getattr(self, name)}")
         if self.ros_args and self.ros_args[0] != "--ros-args":

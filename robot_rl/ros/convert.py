@@ -62,8 +62,9 @@ def array_to_image(image: np.ndarray, encoding: str, stamp: float, frame_id: str
         image = image[:, :, 0]
     expected_ndim = 3 if channels > 1 else 2
     if image.ndim != expected_ndim or (channels > 1 and image.shape[2] != channels):
-        raise ValueError(f"{encoding} needs shape (H, W{', 3' if channels > 1 else ''}), "
-                         f"got {image.shape}")
+        raise ValueError(
+            f"{encoding} needs shape (H, W{', 3' if channels > 1 else ''}), got {image.shape}"
+        )
     if image.dtype != dtype:
         raise ValueError(f"{encoding} needs dtype {dtype}, got {image.dtype}")
     height, width = image.shape[:2]
@@ -84,8 +85,9 @@ def image_to_array(msg: Image) -> np.ndarray:
     if msg.step < row_bytes:
         raise ValueError(f"step {msg.step} is shorter than a row of {row_bytes} bytes")
     if len(msg.data) < msg.step * msg.height:
-        raise ValueError(f"image data has {len(msg.data)} bytes, "
-                         f"need step * height = {msg.step * msg.height}")
+        raise ValueError(
+            f"image data has {len(msg.data)} bytes, need step * height = {msg.step * msg.height}"
+        )
     raw = np.frombuffer(msg.data, np.uint8, count=msg.step * msg.height)
     rows = raw.reshape(msg.height, msg.step)[:, :row_bytes]
     wire = dtype.newbyteorder(">" if msg.is_bigendian else "<")
@@ -112,8 +114,9 @@ def camera_info(
     """Pinhole intrinsics of an ideal camera (square pixels, centred principal point, no
     distortion) from its vertical field of view, as MuJoCo cameras are."""
     if width <= 0 or height <= 0 or not 0 < fovy_deg < 180:
-        raise ValueError(f"need a positive image size and 0 < fovy < 180, got "
-                         f"{width}x{height}, {fovy_deg}")
+        raise ValueError(
+            f"need a positive image size and 0 < fovy < 180, got {width}x{height}, {fovy_deg}"
+        )
     focal = 0.5 * height / math.tan(math.radians(fovy_deg) / 2)
     cx, cy = width / 2, height / 2
     msg = CameraInfo(header=header(stamp, frame_id), width=width, height=height)
@@ -193,9 +196,7 @@ def wrench_stamped_to_array(msg: WrenchStamped) -> np.ndarray:
     return np.array([f.x, f.y, f.z, t.x, t.y, t.z])
 
 
-def joint_state_msg(
-    names, position, velocity=None, effort=None, stamp: float = 0.0
-) -> JointState:
+def joint_state_msg(names, position, velocity=None, effort=None, stamp: float = 0.0) -> JointState:
     names = [str(n) for n in names]
     msg = JointState(header=header(stamp), name=names)
     for field, values in (("position", position), ("velocity", velocity), ("effort", effort)):
@@ -204,9 +205,7 @@ def joint_state_msg(
     return msg
 
 
-def joint_state_to_arrays(
-    msg: JointState, names=None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def joint_state_to_arrays(msg: JointState, names=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """JointState -> (position, velocity, effort), ordered as ``names`` (default: as sent).
     An absent velocity or effort field comes back as NaN; a missing joint is an error."""
     order = list(msg.name) if names is None else list(names)

@@ -21,8 +21,7 @@ class LifecycleProbe:
         self.context = Context()
         # the caller's Ctrl-C and SIGTERM handling stays its own (up stops its children)
         rclpy.init(context=self.context, args=[], signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node(name, context=self.context,
-                                      start_parameter_services=False)
+        self.node = rclpy.create_node(name, context=self.context, start_parameter_services=False)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._clients: dict[str, object] = {}

@@ -51,8 +51,9 @@ def positive(name: str, default: float, description: str) -> Param:
 
 
 def one_of(name: str, default: str, choices: Sequence[str], description: str) -> Param:
-    return Param(name, default, description, lambda v: v in choices,
-                 f"must be one of {', '.join(choices)}")
+    return Param(
+        name, default, description, lambda v: v in choices, f"must be one of {', '.join(choices)}"
+    )
 
 
 def _coerce(node: Node, param: Param, value: Any) -> Any:
@@ -93,8 +94,9 @@ def declare_config(node: Node, config_class: type[T]) -> T:
     params = []
     for f in dataclasses.fields(config_class):
         check, requirement = f.metadata.get("check") or (None, "")
-        params.append(Param(f.name, f.default, f.metadata.get("description", ""), check,
-                            requirement))
+        params.append(
+            Param(f.name, f.default, f.metadata.get("description", ""), check, requirement)
+        )
     return config_class(**declare_params(node, params))
 
 
@@ -105,8 +107,14 @@ class DeviceNode(LifecycleNode):
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
         self.autostart = declare_params(
-            self, [Param("autostart", True, "configure and activate at start (no lifecycle "
-                         "manager needed)")]
+            self,
+            [
+                Param(
+                    "autostart",
+                    True,
+                    "configure and activate at start (no lifecycle manager needed)",
+                )
+            ],
         )["autostart"]
         self.motion_enabled = False
 
@@ -172,8 +180,7 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
         if isinstance(node, DeviceNode) and node.autostart and not node.start():
-            node.get_logger().error("could not start (see above); waiting for a lifecycle "
-                                    "manager")
+            node.get_logger().error("could not start (see above); waiting for a lifecycle manager")
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()

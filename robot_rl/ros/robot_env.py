@@ -27,5 +27,4 @@ class RosRobotEnv(RobotEnv):
             except StaleReadingError as error:
                 if time.monotonic() > deadline:
                     raise
-                logger.warning("reset interrupted by a stale sensor, starting it again: %s",
-                               error)
+                logger.warning("reset interrupted by a stale sensor, starting it again: %s", error)

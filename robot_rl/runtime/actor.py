@@ -134,8 +134,9 @@ def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
 
 def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> dict:
     options = cfg.task_options(cfg.task)
-    build = lambda opts: make_env(cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, opts,
-                                  ros=cfg.ros)
+    build = lambda opts: make_env(
+        cfg.backend, cfg.task, "", cfg.seed + outbox.next_seq, opts, ros=cfg.ros
+    )
     from robot_rl.rewards.reward_sources import with_reward_sources
 
     env = with_reward_sources(

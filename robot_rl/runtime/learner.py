@@ -145,8 +145,10 @@ class LearnerConfig(ObservationMode):
             check_bind(self.bind, None)  # before minutes of setup, not after
         self.task_options(self.task)  # refuses a privileged state the mode forbids
         if self.robot_mode and self.demos:
-            raise ValueError("robot mode uses no scripted twin demonstrations: give recorded "
-                             "ones with --demo-path (robot-rl record-demos --source teleop)")
+            raise ValueError(
+                "robot mode uses no scripted twin demonstrations: give recorded "
+                "ones with --demo-path (robot-rl record-demos --source teleop)"
+            )
         self.agent.validate()
 
 
@@ -185,8 +187,13 @@ class Learner:
         task = make_task(cfg.task, **cfg.task_options(cfg.task))
         self.observation_space, self.action_space = task.observation_space(), task.action_space()
         # a resumed run takes its frozen trunk from the checkpoint, not from the weights file
-        self.agent = create_agent(cfg.seed, self.observation_space, self.action_space, cfg.agent,
-                                  load_weights=not cfg.resume)
+        self.agent = create_agent(
+            cfg.seed,
+            self.observation_space,
+            self.action_space,
+            cfg.agent,
+            load_weights=not cfg.resume,
+        )
         self.replay = self._buffer(cfg.replay_capacity)
         self.demos = self._buffer(min(cfg.replay_capacity, 100_000))
         self.rng = np.random.default_rng(cfg.seed)
@@ -284,8 +291,10 @@ class Learner:
             from robot_rl.data.mcap_demos import load_demos
 
             _, counts = load_demos(self.cfg.demo_path, self.demos)
-            self.console.print(f"demos: {counts['episodes']} recorded episodes, "
-                               f"{counts['transitions']} transitions from {self.cfg.demo_path}")
+            self.console.print(
+                f"demos: {counts['episodes']} recorded episodes, "
+                f"{counts['transitions']} transitions from {self.cfg.demo_path}"
+            )
         if not self.cfg.demos:
             return
         from robot_rl.runtime.demos import collect_demos

@@ -47,8 +47,13 @@ class Supervisor:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # a child that crashes (SIGSEGV, SIGABRT) leaves its Python stacks in its log
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "250",
-                    "PYTHONFAULTHANDLER": "1", **(env or {})}
+        self.env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "COLUMNS": "250",
+            "PYTHONFAULTHANDLER": "1",
+            **(env or {}),
+        }
         self.respawn_delay = respawn_delay
         self.children: dict[str, Child] = {}
         self.stopping = False

@@ -185,10 +185,12 @@ def make_sampler(agent: SACAgent, replay, demos, demo_fraction: float) -> MixedS
         # every sampled feature map that is fine enough (data/embedding_cache.py says why)
         views, shift = (4, 1) if pad else (1, 0)
         # The trunk never changes, so the first agent's embed function stays valid.
-        replay = EmbeddingCache(replay, keys, agent.embed_frames, num_views=views, pad=pad,
-                                feature_shift=shift)
-        demos = EmbeddingCache(demos, keys, agent.embed_frames, num_views=views, pad=pad,
-                               feature_shift=shift)
+        replay = EmbeddingCache(
+            replay, keys, agent.embed_frames, num_views=views, pad=pad, feature_shift=shift
+        )
+        demos = EmbeddingCache(
+            demos, keys, agent.embed_frames, num_views=views, pad=pad, feature_shift=shift
+        )
     return MixedSampler(replay, demos, demo_fraction=demo_fraction)
 
 
@@ -222,8 +224,9 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     # success is measured on the task's ground truth, not on what the classifier believes
     eval_env = cfg.make_env(cfg.seed + 10_000, ground_truth=True)
     # a resumed run takes its frozen trunk from the checkpoint, not from --agent.encoder-weights
-    agent = create_agent(cfg.seed, env.observation_space, env.action_space, cfg.agent,
-                         load_weights=not cfg.resume)
+    agent = create_agent(
+        cfg.seed, env.observation_space, env.action_space, cfg.agent, load_weights=not cfg.resume
+    )
     hil = cfg.interventions != "off"
     extras = INTERVENTION_FIELDS if hil else None
     replay = ReplayBuffer(
@@ -242,8 +245,9 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
     if checkpoint is not None:
         if cfg.backend != "gym":
-            observation_options(cfg).check_matches(read_metadata(checkpoint), cfg.task,
-                                                   str(checkpoint))
+            observation_options(cfg).check_matches(
+                read_metadata(checkpoint), cfg.task, str(checkpoint)
+            )
         agent = restore_agent(checkpoint, agent)
         replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
         if (checkpoint / DEMO_FILE).is_file():

@@ -21,8 +21,7 @@ from lifecycle_msgs.srv import ChangeState, GetState
 class LifecycleBringup:
     """Walks each named lifecycle node to active, from ``node``'s timers (never blocking)."""
 
-    def __init__(self, node, names: list[str], retry_period: float = 2.0,
-                 timeout: float = 300.0):
+    def __init__(self, node, names: list[str], retry_period: float = 2.0, timeout: float = 300.0):
         self.node = node
         self.retry_period = retry_period
         self.deadline = time.monotonic() + timeout
@@ -30,8 +29,10 @@ class LifecycleBringup:
         self.active: list[str] = []
         self.last_problem: dict[str, str] = {}
         self._clients = {
-            name: (node.create_client(GetState, f"{name}/get_state"),
-                   node.create_client(ChangeState, f"{name}/change_state"))
+            name: (
+                node.create_client(GetState, f"{name}/get_state"),
+                node.create_client(ChangeState, f"{name}/change_state"),
+            )
             for name in names
         }
         self._timer = node.create_timer(retry_period, self._tick) if names else None
@@ -40,7 +41,8 @@ class LifecycleBringup:
         if not self.pending or time.monotonic() > self.deadline:
             if self.pending:
                 self.node.get_logger().error(
-                    f"gave up bringing up {sorted(self.pending)}: {self.last_problem}")
+                    f"gave up bringing up {sorted(self.pending)}: {self.last_problem}"
+                )
             self._timer.cancel()
             return
         for name, future in list(self.pending.items()):
@@ -51,8 +53,7 @@ class LifecycleBringup:
                 self.last_problem[name] = "not running yet"
                 continue
             self.pending[name] = get_state.call_async(GetState.Request())
-            self.pending[name].add_done_callback(
-                lambda f, n=name: self._on_state(n, f.result()))
+            self.pending[name].add_done_callback(lambda f, n=name: self._on_state(n, f.result()))
 
     def _on_state(self, name: str, response) -> None:
         if response is None:
@@ -63,8 +64,10 @@ class LifecycleBringup:
             self.active.append(name)
             self.node.get_logger().info(f"{name} is active")
             return
-        transition = {State.PRIMARY_STATE_UNCONFIGURED: Transition.TRANSITION_CONFIGURE,
-                      State.PRIMARY_STATE_INACTIVE: Transition.TRANSITION_ACTIVATE}.get(state)
+        transition = {
+            State.PRIMARY_STATE_UNCONFIGURED: Transition.TRANSITION_CONFIGURE,
+            State.PRIMARY_STATE_INACTIVE: Transition.TRANSITION_ACTIVATE,
+        }.get(state)
         if transition is None:  # finalized or in a transition: look again later
             self.last_problem[name] = f"in state {response.current_state.label}"
             return
@@ -79,13 +82,22 @@ class LifecycleBringup:
         step = "configure" if transition == Transition.TRANSITION_CONFIGURE else "activate"
         if result is None or not result.success:
             self.last_problem[name] = f"{step} failed"
-            self.node.get_logger().warning(f"{name}: {step} failed; retrying in "
-                                           f"{self.retry_period:g} s",
-                                           throttle_duration_sec=10.0)
+            self.node.get_logger().warning(
+                f"{name}: {step} failed; retrying in {self.retry_period:g} s",
+                throttle_duration_sec=10.0,
+            )
             return
         if transition == Transition.TRANSITION_CONFIGURE:  # go on to activate at once
-            self._on_state(name, GetState.Response(current_state=State(
-                id=State.PRIMARY_STATE_INACTIVE, label="inactive")))
+            self._on_state(
+                name,
+                GetState.Response(
+                    current_state=State(id=State.PRIMARY_STATE_INACTIVE, label="inactive")
+                ),
+            )
         else:
-            self._on_state(name, GetState.Response(current_state=State(
-                id=State.PRIMARY_STATE_ACTIVE, label="active")))
+            self._on_state(
+                name,
+                GetState.Response(
+                    current_state=State(id=State.PRIMARY_STATE_ACTIVE, label="active")
+                ),
+            )

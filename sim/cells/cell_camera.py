@@ -61,8 +61,10 @@ class CellCameraNode(Node):
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
         cameras = [self.model.camera(i).name for i in range(self.model.ncam)]
         if c.camera not in cameras:
-            raise ParameterError(f"{self.get_fully_qualified_name()}: camera {c.camera!r} "
-                                 f"is not in the cell; it has {cameras}")
+            raise ParameterError(
+                f"{self.get_fully_qualified_name()}: camera {c.camera!r} "
+                f"is not in the cell; it has {cameras}"
+            )
         self.data = mujoco.MjData(self.model)
         self._renderer = mujoco.Renderer(self.model, c.height, c.width)
         self._fovy = float(self.model.cam_fovy[self.model.camera(c.camera).id])
@@ -81,8 +83,10 @@ class CellCameraNode(Node):
         state = np.array(msg.data, np.float64)
         if len(state) != 1 + self.model.nq:
             if not self._bad_size:
-                self.get_logger().error(f"{STATE_TOPIC} has {len(state) - 1} positions, this "
-                                        f"cell's model has {self.model.nq}: another world?")
+                self.get_logger().error(
+                    f"{STATE_TOPIC} has {len(state) - 1} positions, this "
+                    f"cell's model has {self.model.nq}: another world?"
+                )
                 self._bad_size = True
             return
         self._last_state_wall = now = time.monotonic()
@@ -102,8 +106,7 @@ class CellCameraNode(Node):
         pixels = self._renderer.render()
         c = self.config
         self._image_pub.publish(array_to_image(pixels, "rgb8", stamp, self._frame))
-        self._info_pub.publish(camera_info(c.width, c.height, self._fovy, stamp,
-                                           self._frame))
+        self._info_pub.publish(camera_info(c.width, c.height, self._fovy, stamp, self._frame))
         self._frames += 1
 
     def _publish_diagnostics(self) -> None:
@@ -117,12 +120,19 @@ class CellCameraNode(Node):
             level, message = DiagnosticStatus.WARN, f"no world state for {age:.1f} s"
         else:
             level, message = DiagnosticStatus.OK, "publishing frames"
-        values = {"camera": c.camera, "frames": str(self._frames),
-                  "size": f"{c.width}x{c.height}", "rate": str(c.rate)}
+        values = {
+            "camera": c.camera,
+            "frames": str(self._frames),
+            "size": f"{c.width}x{c.height}",
+            "rate": str(c.rate),
+        }
         status = DiagnosticStatus(
-            level=level, name=self.get_fully_qualified_name(), message=message,
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
             hardware_id=f"fr3-sim-cell/{c.camera}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()])
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
         self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
     def destroy_node(self) -> None:

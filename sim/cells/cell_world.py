@@ -48,16 +48,17 @@ def check_loopback(host: str) -> str:
     except ValueError:
         raise ValueError(f"host {host!r} is not an IP address") from None
     if not address.is_loopback:
-        raise ValueError(f"host {host} is not a loopback address (127.x.y.z): a simulated "
-                         "cell serves this machine only")
+        raise ValueError(
+            f"host {host} is not a loopback address (127.x.y.z): a simulated "
+            "cell serves this machine only"
+        )
     return host
 
 
 class CellWorld:
     """See the module docstring. ``start`` binds the ports and runs the loop; ``close`` stops."""
 
-    def __init__(self, host: str, task: str = "pick_cube", seed: int = 0,
-                 realtime: bool = True):
+    def __init__(self, host: str, task: str = "pick_cube", seed: int = 0, realtime: bool = True):
         from robot_rl.envs.task import make_task
 
         self.host = check_loopback(host)
@@ -87,8 +88,10 @@ class CellWorld:
         try:
             self.server.init()  # binds, then compiles and starts the MuJoCo world
         except OSError as error:
-            raise OSError(f"cannot serve the Franka protocol on {self.host}: {error} (another "
-                          "cell on this address?)") from None
+            raise OSError(
+                f"cannot serve the Franka protocol on {self.host}: {error} (another "
+                "cell on this address?)"
+            ) from None
         model = self.sim.model
         self._cube_qpos = int(model.jnt_qposadr[model.body(CUBE_BODY).jntadr[0]])
         self._cube_dof = int(model.jnt_dofadr[model.body(CUBE_BODY).jntadr[0]])
@@ -104,9 +107,14 @@ class CellWorld:
         """Connections to the robot's and the hand's servers (the Franka node holds two)."""
         if self.server is None:
             return 0
-        servers = [*self.server.robot_servers,
-                   *(rs.gripper_server for rs in self.server.robot_servers
-                     if rs.gripper_server is not None)]
+        servers = [
+            *self.server.robot_servers,
+            *(
+                rs.gripper_server
+                for rs in self.server.robot_servers
+                if rs.gripper_server is not None
+            ),
+        ]
         return sum(bool(s.tcp_connected) for s in servers)
 
     def linger(self, timeout: float) -> None:
@@ -165,12 +173,17 @@ class CellWorld:
         gripper = float(np.clip(1.0 - width / HAND_MAX_WIDTH, 0.0, 1.0))
         tcp = np.array(data.site(TCP_SITE).xpos)
         cube_pos, cube_quat = np.array(cube.xpos), np.array(cube.xquat)
-        reading = {"tcp_pos": tcp, "gripper_pos": np.array([gripper]),
-                   "object/cube_pos": cube_pos}
-        truth = GroundTruth(stamp=time.time(), sim_time=float(data.time), tcp_pos=tcp,
-                            gripper_pos=gripper, cube_pos=cube_pos, cube_quat=cube_quat,
-                            success=bool(self.task.success(reading)),
-                            qpos=np.array(data.qpos))
+        reading = {"tcp_pos": tcp, "gripper_pos": np.array([gripper]), "object/cube_pos": cube_pos}
+        truth = GroundTruth(
+            stamp=time.time(),
+            sim_time=float(data.time),
+            tcp_pos=tcp,
+            gripper_pos=gripper,
+            cube_pos=cube_pos,
+            cube_quat=cube_quat,
+            success=bool(self.task.success(reading)),
+            qpos=np.array(data.qpos),
+        )
         with self._lock:
             self._truth = truth
 
@@ -209,8 +222,8 @@ class CellWorld:
         import mujoco
 
         data = self.sim.data
-        data.qpos[self._cube_qpos:self._cube_qpos + 3] = pos
-        data.qpos[self._cube_qpos + 3:self._cube_qpos + 7] = quat
-        data.qvel[self._cube_dof:self._cube_dof + 6] = 0.0
+        data.qpos[self._cube_qpos : self._cube_qpos + 3] = pos
+        data.qpos[self._cube_qpos + 3 : self._cube_qpos + 7] = quat
+        data.qvel[self._cube_dof : self._cube_dof + 6] = 0.0
         mujoco.mj_forward(self.sim.model, data)
         self.placements += 1

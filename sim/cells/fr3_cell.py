@@ -51,26 +51,34 @@ SLOW_FACTOR = 0.5
 
 
 def part_field(default: str):
-    return param(default, f"which part of the cell this process is: {', '.join(PARTS)}",
-                 one_of(*PARTS))
+    return param(
+        default, f"which part of the cell this process is: {', '.join(PARTS)}", one_of(*PARTS)
+    )
 
 
 @dataclass(frozen=True)
 class CellWorldConfig:
     part: str = part_field("world")
-    host: str = param("127.13.0.1", "loopback address franky-sim serves the Franka protocol on "
-                      "(the Franka node's robot_ip)")
+    host: str = param(
+        "127.13.0.1",
+        "loopback address franky-sim serves the Franka protocol on (the Franka node's robot_ip)",
+    )
     task: str = param("pick_cube", "task whose scene the cell holds")
     seed: int = param(0, "seed of the cube's placements")
     realtime: bool = param(True, "pace the physics to wall time (false: as fast as it goes)")
-    state_rate: float = param(30.0, "rate of the ground truth and state topics (wall Hz)",
-                              positive)
-    linger: float = param(10.0, "on stop, keep serving until the Franka node has disconnected, "
-                          "at most this many seconds (a robot stays on while its driver stops)",
-                          positive)
-    manage: str = param("", "lifecycle nodes (comma-separated, e.g. /arm/franka_driver, started "
-                        "with autostart false) to configure and activate once franky-sim "
-                        "serves: the robot is on before its driver connects")
+    state_rate: float = param(30.0, "rate of the ground truth and state topics (wall Hz)", positive)
+    linger: float = param(
+        10.0,
+        "on stop, keep serving until the Franka node has disconnected, "
+        "at most this many seconds (a robot stays on while its driver stops)",
+        positive,
+    )
+    manage: str = param(
+        "",
+        "lifecycle nodes (comma-separated, e.g. /arm/franka_driver, started "
+        "with autostart false) to configure and activate once franky-sim "
+        "serves: the robot is on before its driver connects",
+    )
 
 
 class CellWorldNode(Node):
@@ -123,13 +131,20 @@ class CellWorldNode(Node):
         else:
             level, message = DiagnosticStatus.OK, f"physics at {factor:.2f}x real time"
         truth = world.truth()
-        values = {"host": world.host, "steps": str(world.steps),
-                  "realtime_factor": f"{factor:.3f}", "placements": str(world.placements),
-                  "sim_time": f"{truth.sim_time:.3f}" if truth else ""}
+        values = {
+            "host": world.host,
+            "steps": str(world.steps),
+            "realtime_factor": f"{factor:.3f}",
+            "placements": str(world.placements),
+            "sim_time": f"{truth.sim_time:.3f}" if truth else "",
+        }
         status = DiagnosticStatus(
-            level=level, name=self.get_fully_qualified_name(), message=message,
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
             hardware_id=f"franky-sim/{world.host}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()])
+            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        )
         self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
     def destroy_node(self) -> None:

@@ -62,24 +62,29 @@ class ArmTwinNode(TwinDriverNode):
     # -- readings ------------------------------------------------------------------------------
     def publish_readings(self, reading: Reading, stamp: float) -> None:
         pubs = self._pubs
-        pubs["joint_states"].publish(joint_state_msg(
-            ARM_JOINTS, reading["joint_pos"], reading["joint_vel"], stamp=stamp))
+        pubs["joint_states"].publish(
+            joint_state_msg(ARM_JOINTS, reading["joint_pos"], reading["joint_vel"], stamp=stamp)
+        )
         pubs["ee_pose"].publish(
-            pose_to_msg(reading["tcp_pos"], reading["tcp_quat"], stamp, BASE_FRAME))
+            pose_to_msg(reading["tcp_pos"], reading["tcp_quat"], stamp, BASE_FRAME)
+        )
         pubs["ee_twist"].publish(array_to_twist_stamped(reading["tcp_vel"], stamp, BASE_FRAME))
         pubs["ee_wrench"].publish(array_to_wrench_stamped(reading["wrench"], stamp, FLANGE_FRAME))
         pubs["gripper"].publish(
-            joint_state_msg([GRIPPER_JOINT], reading["gripper_pos"], stamp=stamp))
+            joint_state_msg([GRIPPER_JOINT], reading["gripper_pos"], stamp=stamp)
+        )
         for key in reading:
             if key.startswith("object/") and key.endswith("_pos"):
-                name = key[len("object/"):-len("_pos")]
-                self._object_pub(name).publish(pose_to_msg(
-                    reading[key], reading[f"object/{name}_quat"], stamp, BASE_FRAME))
+                name = key[len("object/") : -len("_pos")]
+                self._object_pub(name).publish(
+                    pose_to_msg(reading[key], reading[f"object/{name}_quat"], stamp, BASE_FRAME)
+                )
 
     def _object_pub(self, name: str):
         if name not in self._object_pubs:
             self._object_pubs[name] = self.create_publisher(
-                PoseStamped, f"/sim/objects/{name}/pose", sensor_qos())
+                PoseStamped, f"/sim/objects/{name}/pose", sensor_qos()
+            )
         return self._object_pubs[name]
 
     # -- commands ------------------------------------------------------------------------------
@@ -97,8 +102,9 @@ class ArmTwinNode(TwinDriverNode):
                 self.get_logger().error(f"non-finite gripper command refused: {msg.data}")
             return
         pos, quat = self._hold_target()
-        self.twin.send({"tcp_pos": pos, "tcp_quat": quat,
-                        "gripper": np.array([np.clip(msg.data, 0.0, 1.0)])})
+        self.twin.send(
+            {"tcp_pos": pos, "tcp_quat": quat, "gripper": np.array([np.clip(msg.data, 0.0, 1.0)])}
+        )
 
     def _hold_target(self) -> tuple[np.ndarray, np.ndarray]:
         if self.holding or self._target_pos is None:

@@ -55,14 +55,17 @@ class CameraTwinNode(Node):
         super().__init__(
             "camera_twin", parameter_overrides=[Parameter("use_sim_time", value=True)], **kwargs
         )
-        self.params = p = declare_params(self, [
-            Param("task", "pick_cube", "task whose scene the physics node simulates"),
-            Param("camera", "front", "MuJoCo camera name in the model"),
-            positive("rate", 30.0, "frames per simulated second"),
-            _positive_int("width", 128, "image width (px)"),
-            _positive_int("height", 128, "image height (px)"),
-            Param("frame_id", "", "frame of the images (default: the camera name)"),
-        ])
+        self.params = p = declare_params(
+            self,
+            [
+                Param("task", "pick_cube", "task whose scene the physics node simulates"),
+                Param("camera", "front", "MuJoCo camera name in the model"),
+                positive("rate", 30.0, "frames per simulated second"),
+                _positive_int("width", 128, "image width (px)"),
+                _positive_int("height", 128, "image height (px)"),
+                Param("frame_id", "", "frame of the images (default: the camera name)"),
+            ],
+        )
         import mujoco
 
         self._mujoco = mujoco
@@ -71,8 +74,10 @@ class CameraTwinNode(Node):
         if p["camera"] not in cameras:
             from robot_rl.ros.node_base import ParameterError
 
-            raise ParameterError(f"{self.get_fully_qualified_name()}: camera {p['camera']!r} "
-                                 f"is not in the {p['task']} model; it has {cameras}")
+            raise ParameterError(
+                f"{self.get_fully_qualified_name()}: camera {p['camera']!r} "
+                f"is not in the {p['task']} model; it has {cameras}"
+            )
         self.data = mujoco.MjData(self.model)
         self._renderer = mujoco.Renderer(self.model, p["height"], p["width"])
         self._fovy = float(self.model.cam_fovy[self.model.camera(p["camera"]).id])
@@ -87,8 +92,9 @@ class CameraTwinNode(Node):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_subscription(Float64MultiArray, SIM_STATE_TOPIC, self._on_state, state_qos())
         # wall clock: diagnostics go out even while simulated time stands still
-        self._diag_timer = self.create_timer(1.0, self._publish_diagnostics,
-                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._diag_timer = self.create_timer(
+            1.0, self._publish_diagnostics, clock=Clock(clock_type=ClockType.STEADY_TIME)
+        )
 
     def _on_state(self, msg: Float64MultiArray) -> None:
         time = msg.data[0]
@@ -100,15 +106,17 @@ class CameraTwinNode(Node):
         nq, npos, nquat = self._sizes
         if len(state) != nq + npos + nquat:
             if not self._warned:
-                self.get_logger().error(f"/sim/state has {len(state)} values, this model needs "
-                                        f"{nq + npos + nquat}: is the physics node's task "
-                                        f"{self.params['task']!r}?")
+                self.get_logger().error(
+                    f"/sim/state has {len(state)} values, this model needs "
+                    f"{nq + npos + nquat}: is the physics node's task "
+                    f"{self.params['task']!r}?"
+                )
                 self._warned = True
             return
         d = self.data
         d.qpos[:] = state[:nq]
-        d.mocap_pos[:] = state[nq:nq + npos].reshape(-1, 3)
-        d.mocap_quat[:] = state[nq + npos:].reshape(-1, 4)
+        d.mocap_pos[:] = state[nq : nq + npos].reshape(-1, 3)
+        d.mocap_quat[:] = state[nq + npos :].reshape(-1, 4)
         self._mujoco.mj_forward(self.model, d)
         self._renderer.update_scene(d, camera=self.params["camera"])
         pixels = self._renderer.render()
@@ -129,11 +137,17 @@ class CameraTwinNode(Node):
             level, message = DiagnosticStatus.WARN, f"no frame for {age:.1f} s"
         else:
             level, message = DiagnosticStatus.OK, "publishing frames"
-        values = {"camera": p["camera"], "frames": str(self._frames),
-                  "size": f"{p['width']}x{p['height']}", "rate": str(p["rate"]),
-                  "last_stamp": "" if self._last_stamp is None else f"{self._last_stamp:.3f}"}
+        values = {
+            "camera": p["camera"],
+            "frames": str(self._frames),
+            "size": f"{p['width']}x{p['height']}",
+            "rate": str(p["rate"]),
+            "last_stamp": "" if self._last_stamp is None else f"{self._last_stamp:.3f}",
+        }
         status = DiagnosticStatus(
-            level=level, name=self.get_fully_qualified_name(), message=message,
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
             hardware_id=f"mujoco-twin/{p['task']}/{p['camera']}",
             values=[KeyValue(key=k, value=v) for k, v in values.items()],
         )

@@ -37,8 +37,14 @@ def _quat_multiply(a, b) -> np.ndarray:
     """Hamilton product of quaternions (w, x, y, z)."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 class CarTwinNode(TwinDriverNode):
@@ -64,13 +70,19 @@ class CarTwinNode(TwinDriverNode):
         x, y, odom_yaw = reading["odom_pose"]
         drift = odom_yaw - reading["pose"][2]
         turn = np.array([math.cos(drift / 2), 0.0, 0.0, math.sin(drift / 2)])
-        self._odom_pub.publish(odometry_msg(
-            [x, y, qpos[2]], _quat_multiply(turn, qpos[3:7]),
-            [forward, lateral, 0.0, 0.0, 0.0, yaw_rate], stamp))
+        self._odom_pub.publish(
+            odometry_msg(
+                [x, y, qpos[2]],
+                _quat_multiply(turn, qpos[3:7]),
+                [forward, lateral, 0.0, 0.0, 0.0, yaw_rate],
+                stamp,
+            )
+        )
         # the accelerometer sample of the period with the largest horizontal magnitude: an
         # impact between two publications still reaches the crash detector
-        self._imu_pub.publish(imu_msg(qpos[3:7], reading["imu_gyro"], reading["imu_accel_peak"],
-                                      stamp))
+        self._imu_pub.publish(
+            imu_msg(qpos[3:7], reading["imu_gyro"], reading["imu_accel_peak"], stamp)
+        )
         self._collision_pub.publish(Bool(data=bool(reading["collision"][0] > 0.5)))
 
     def _on_cmd_vel(self, msg: Twist) -> None:

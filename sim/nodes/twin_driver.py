@@ -48,16 +48,27 @@ class TwinDriverNode(DeviceNode):
         super().__init__(
             name, parameter_overrides=[Parameter("use_sim_time", value=True)], **kwargs
         )
-        self.params = declare_params(self, [
-            Param("task", self.default_task, "task whose scene and reset procedure to use"),
-            positive("speedup", 1.0, "simulated seconds per wall-clock second"),
-            positive("physics_hz", 50.0, "sensor publishing rate in simulated Hz (physics "
-                     "runs finer inside)"),
-            positive("watchdog_timeout", 0.5, "hold still when no motion command arrived "
-                     "within this many simulated seconds"),
-            positive("diagnostics_hz", 1.0, "/diagnostics rate (wall clock)"),
-            Param("seed", 0, "seed of the reset randomisation", lambda v: v >= 0, "must be >= 0"),
-        ])
+        self.params = declare_params(
+            self,
+            [
+                Param("task", self.default_task, "task whose scene and reset procedure to use"),
+                positive("speedup", 1.0, "simulated seconds per wall-clock second"),
+                positive(
+                    "physics_hz",
+                    50.0,
+                    "sensor publishing rate in simulated Hz (physics runs finer inside)",
+                ),
+                positive(
+                    "watchdog_timeout",
+                    0.5,
+                    "hold still when no motion command arrived within this many simulated seconds",
+                ),
+                positive("diagnostics_hz", 1.0, "/diagnostics rate (wall clock)"),
+                Param(
+                    "seed", 0, "seed of the reset randomisation", lambda v: v >= 0, "must be >= 0"
+                ),
+            ],
+        )
         self.twin = None
         self.task = None
         self.sim_time = 0.0
@@ -84,8 +95,9 @@ class TwinDriverNode(DeviceNode):
 
         task = make_task(self.params["task"])
         if task.robot != self.robot:
-            raise ValueError(f"task {task.name!r} is for a {task.robot}, this node is a "
-                             f"{self.robot} twin")
+            raise ValueError(
+                f"task {task.name!r} is for a {task.robot}, this node is a {self.robot} twin"
+            )
         self.task = task
         # The node steps one sensor period at a time; cameras render in their own processes.
         physics = task.replace(control_hz=self.params["physics_hz"], cameras=())
@@ -106,8 +118,9 @@ class TwinDriverNode(DeviceNode):
         period = 1.0 / (self.params["physics_hz"] * self.params["speedup"])
         self._timers = [
             self.create_timer(period, self._tick, clock=self._wall),
-            self.create_timer(1.0 / self.params["diagnostics_hz"], self._publish_diagnostics,
-                              clock=self._wall),
+            self.create_timer(
+                1.0 / self.params["diagnostics_hz"], self._publish_diagnostics, clock=self._wall
+            ),
         ]
         self._publish_all()
 
@@ -146,8 +159,9 @@ class TwinDriverNode(DeviceNode):
         if stamp is not None:
             reason = stale_reason(stamp, self.sim_time, self.params["watchdog_timeout"])
             if reason is not None:
-                self.get_logger().warning(f"refused a command: {reason}; holding",
-                                          throttle_duration_sec=1.0)
+                self.get_logger().warning(
+                    f"refused a command: {reason}; holding", throttle_duration_sec=1.0
+                )
                 if not self.holding:
                     self.safe_stop()
                 return False
@@ -187,8 +201,13 @@ class TwinDriverNode(DeviceNode):
     def _on_reset(self, request, response):
         if self.twin is None or self.estopped or self.fault:
             response.success = False
-            response.message = ("not configured" if self.twin is None else
-                                "e-stop engaged" if self.estopped else f"fault: {self.fault}")
+            response.message = (
+                "not configured"
+                if self.twin is None
+                else "e-stop engaged"
+                if self.estopped
+                else f"fault: {self.fault}"
+            )
             return response
         try:
             self.task.reset(self.twin, self._rng)
@@ -228,10 +247,16 @@ class TwinDriverNode(DeviceNode):
             level, message = DiagnosticStatus.WARN, "holding (watchdog or no command yet)"
         else:
             level, message = DiagnosticStatus.OK, "following commands"
-        values = {"sim_time": f"{self.sim_time:.3f}", "speedup": str(self.params["speedup"]),
-                  "motion_enabled": str(self.motion_enabled), "estop": str(self.estopped)}
+        values = {
+            "sim_time": f"{self.sim_time:.3f}",
+            "speedup": str(self.params["speedup"]),
+            "motion_enabled": str(self.motion_enabled),
+            "estop": str(self.estopped),
+        }
         status = DiagnosticStatus(
-            level=level, name=self.get_fully_qualified_name(), message=message,
+            level=level,
+            name=self.get_fully_qualified_name(),
+            message=message,
             hardware_id=f"mujoco-twin/{self.params['task']}",
             values=[KeyValue(key=k, value=v) for k, v in values.items()],
         )

@@ -47,9 +47,12 @@ def _allowed() -> dict[tuple[str, str], object]:
     reconstruct = _numpy_function("multiarray._reconstruct")
     scalar = _numpy_function("multiarray.scalar")
     frombuffer = _numpy_function("numeric._frombuffer")
-    allowed = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
-               ("_codecs", "encode"): codecs.encode,  # protocol 2's bytes
-               ("flax.core.frozen_dict", "FrozenDict"): _frozen_dict}
+    allowed = {
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        ("_codecs", "encode"): codecs.encode,  # protocol 2's bytes
+        ("flax.core.frozen_dict", "FrozenDict"): _frozen_dict,
+    }
     for package in ("numpy.core", "numpy._core"):
         allowed[(f"{package}.multiarray", "_reconstruct")] = reconstruct
         allowed[(f"{package}.multiarray", "scalar")] = scalar
@@ -96,16 +99,17 @@ def _load(unpickler: SafeUnpickler, where: str) -> object:
     except UnsafePickleError:
         raise
     except Exception as error:  # truncated or not a pickle at all
-        raise UnsafePickleError(f"{where} is not a readable pickle ({type(error).__name__}: "
-                                f"{str(error).splitlines()[0] if str(error) else ''})") from error
+        raise UnsafePickleError(
+            f"{where} is not a readable pickle ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''})"
+        ) from error
 
 
 def parameter_tree(tree: object, where: str) -> dict:
     """The parameters as a nested dict of float32 arrays, with a lone top-level ``params``
     (a whole Flax variables dict) unwrapped; refuses any leaf that is not a numeric array."""
     if not isinstance(tree, dict):
-        raise UnsafePickleError(f"{where} holds a {type(tree).__name__}, not a dict of "
-                                "parameters")
+        raise UnsafePickleError(f"{where} holds a {type(tree).__name__}, not a dict of parameters")
     if set(tree) == {"params"} and isinstance(tree["params"], dict):
         tree = tree["params"]
 
@@ -114,15 +118,17 @@ def parameter_tree(tree: object, where: str) -> dict:
             return {str(k): convert(v, f"{path}/{k}") for k, v in node.items()}
         array = np.asarray(node) if isinstance(node, (np.ndarray, np.generic)) else None
         if array is None or array.dtype.kind not in "fiu":
-            raise UnsafePickleError(f"{where}: {path.lstrip('/')} is a {type(node).__name__}, "
-                                    "not a numeric array")
+            raise UnsafePickleError(
+                f"{where}: {path.lstrip('/')} is a {type(node).__name__}, not a numeric array"
+            )
         return array.astype(np.float32)
 
     return convert(tree, "")
 
 
-def convert_serl_pickle(src: str | os.PathLike, dst: str | os.PathLike,
-                        trunk: str = "serl_resnet10") -> tuple[Path, int]:
+def convert_serl_pickle(
+    src: str | os.PathLike, dst: str | os.PathLike, trunk: str = "serl_resnet10"
+) -> tuple[Path, int]:
     """SERL's pickled parameters (``src``) to a safetensors trunk file (``dst``); returns the
     path and the number of parameters. Checked against ``trunk`` before anything is written."""
     from robot_rl.agents.pretrained import save_trunk_weights

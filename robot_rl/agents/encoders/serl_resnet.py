@@ -59,8 +59,15 @@ class SerlResNet10Trunk(nn.Module):
     def __call__(self, images: jax.Array) -> jax.Array:
         x = images.astype(jnp.float32) / 255.0
         x = (x - jnp.asarray(IMAGENET_MEAN)) / jnp.asarray(IMAGENET_STD)
-        x = nn.Conv(64, (7, 7), (2, 2), padding=((3, 3), (3, 3)), use_bias=False,
-                    kernel_init=nn.initializers.kaiming_normal(), name="conv_init")(x)
+        x = nn.Conv(
+            64,
+            (7, 7),
+            (2, 2),
+            padding=((3, 3), (3, 3)),
+            use_bias=False,
+            kernel_init=nn.initializers.kaiming_normal(),
+            name="conv_init",
+        )(x)
         x = nn.relu(_norm("norm_init")(x))
         x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
         for i, width in enumerate(SERL_STAGE_WIDTHS):
