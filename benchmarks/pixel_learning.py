@@ -58,7 +58,8 @@ class EvalWatch(io.TextIOBase):
 
     def __init__(self, run_dir: Path, on_eval):
         self.run_dir, self.on_eval, self.started = run_dir, on_eval, time.perf_counter()
-        self._seen = 0
+        evals = run_dir / "eval.jsonl"  # a resumed run's earlier records are already out
+        self._seen = len(evals.read_text().splitlines()) if evals.is_file() else 0
 
     def write(self, text: str) -> int:
         sys.stderr.write(text)
@@ -99,7 +100,7 @@ def settings_of(cfg) -> dict:
 def configure(args, seed: int, run_dir: Path, classifier: str | None):
     from robot_rl.runtime.recipes import task_recipe
 
-    overrides = {}
+    overrides = {"resume": True} if args.resume else {}
     if classifier:
         overrides = {"reward_classifier": classifier, "relabel_false_positives": True}
     if args.measure:
@@ -131,7 +132,7 @@ def run_seed(args, seed: int, emit: JsonLines, classifier: str | None) -> dict:
     cfg = configure(args, seed, run_dir, classifier)
     settings = settings_of(cfg)
     budget = cfg.total_steps
-    first_hit: list[int] = []
+    first_hit: list[int] = []  # in this call (a resumed run: its continuation)
 
     def on_eval(record: dict, wall_s: float) -> None:
         if record["success_rate"] >= args.target and not first_hit:
@@ -178,7 +179,32 @@ def run_seed(args, seed: int, emit: JsonLines, classifier: str | None) -> dict:
             "settings": settings,
         }
     emit(result)
+    if not args.measure and args.confirm_episodes:
+        confirm(args, seed, emit)
     return result
+
+
+def confirm(args, seed: int, emit: JsonLines) -> None:
+    """The run's last checkpoint under ``robot-rl eval``: deterministic policy, ground-truth
+    success, ``--confirm-episodes`` episodes on seeds (1000+) that training never evaluated on:
+    a tighter interval than the 10-episode evaluation that stopped the run."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from reward_classifier import ground_truth_eval
+
+    started = time.perf_counter()
+    result = ground_truth_eval(Path(args.runs) / f"{args.part}_seed{seed}", args.confirm_episodes)
+    emit(
+        {
+            "part": args.part,
+            "seed": seed,
+            "confirm": True,
+            "steps": result["step"],
+            "confirm_success": result["success_rate"],
+            "success_ci95": [result["success_ci_low"], result["success_ci_high"]],
+            "eval_episodes": result["episodes"],
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
+    )
 
 
 def make_classifier(args, emit: JsonLines) -> str:
@@ -221,7 +247,8 @@ def plot(out: Path) -> None:
         runs = []
         for path in files:
             records = [json.loads(line) for line in path.read_text().splitlines() if line]
-            points = [r for r in records if "success" in r and "steps" in r and "part" in r]
+            points = [r for r in records if "success" in r and "steps" in r]
+            confirms = [r for r in records if r.get("confirm")]
             summaries = [r for r in records if r.get("summary")]
             if not points:
                 continue
@@ -235,8 +262,38 @@ def plot(out: Path) -> None:
                 alpha=0.15,
                 color=line[0].get_color(),
             )
+            for c in confirms:
+                ax.errorbar(
+                    c["steps"],
+                    c["confirm_success"],
+                    fmt="s",
+                    color=line[0].get_color(),
+                    yerr=[
+                        [c["confirm_success"] - c["success_ci95"][0]],
+                        [c["success_ci95"][1] - c["confirm_success"]],
+                    ],
+                )
+            if not summaries:  # stopped before its end (Ctrl-C, deadline): its last eval
+                last = points[-1]
+                summaries = [
+                    {
+                        "seed": seed,
+                        "final_success": last["success"],
+                        "stopped": True,
+                        "steps_run": last["steps"],
+                        "wall_s": last["wall_s"],
+                    }
+                ]
             if summaries:
-                runs.append(summaries[-1])
+                hits = [p["steps"] for p in points if p["success"] >= target]
+                runs.append(
+                    {
+                        **summaries[-1],
+                        "steps_to_target": hits[0] if hits else None,
+                        "confirm": confirms[-1] if confirms else None,
+                        "confirms": [(c["steps"], c["confirm_success"]) for c in confirms],
+                    }
+                )
         ax.axhline(target, color="grey", ls="--", lw=1, label=f"target {target:.0%}")
         ax.set(
             xlabel="environment steps",
@@ -251,7 +308,9 @@ def plot(out: Path) -> None:
         fig.tight_layout()
         fig.savefig(out / f"{part}_curves.png", dpi=100)
         plt.close(fig)
-        reached = [r["steps_to_target"] for r in runs if r["reached_target"]]
+        if not runs:
+            continue
+        reached = [r["steps_to_target"] for r in runs if r["steps_to_target"] is not None]
         summary = {
             "part": part,
             "seeds": [r["seed"] for r in runs],
@@ -260,7 +319,10 @@ def plot(out: Path) -> None:
             "seeds_at_target_within_budget": sum(s <= budget for s in reached),
             "steps_to_target": [r["steps_to_target"] for r in runs],
             "final_success": [r["final_success"] for r in runs],
-            "wall_s": [r["wall_s"] for r in runs],
+            "confirm_success": [r["confirm"] and r["confirm"]["confirm_success"] for r in runs],
+            "confirm_ci95": [r["confirm"] and r["confirm"]["success_ci95"] for r in runs],
+            "confirms_step_success": [r["confirms"] for r in runs],
+            "wall_s_last_call": [r["wall_s"] for r in runs],
         }
         summaries_out.append(summary)
         print(json.dumps(summary))
@@ -276,6 +338,13 @@ def main(argv=None) -> int:
     parser.add_argument("--no-stop", action="store_true", help="run the whole budget")
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument(
+        "--confirm-episodes", type=int, default=50, help="eval of the last checkpoint (0: none)"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue each seed's run to --steps (--no-stop)"
+    )
+    parser.add_argument("--confirm-only", action="store_true", help="only the confirming eval")
     parser.add_argument("--classifier", default=None, help="(b) a trained classifier directory")
     parser.add_argument("--label-episodes", type=int, default=160)
     parser.add_argument("--classifier-steps", type=int, default=2_000)
@@ -297,6 +366,9 @@ def main(argv=None) -> int:
     name = f"{args.part}_measure_{args.candidate}" if args.measure else args.part
     for seed in (int(s) for s in args.seeds.split(",")):
         emit = JsonLines(out / f"{name}_seed{seed}.jsonl")
+        if args.confirm_only:
+            confirm(args, seed, emit)
+            continue
         classifier = None
         if args.part == "b":
             classifier = args.classifier or make_classifier(args, emit)
