@@ -68,6 +68,39 @@ def test_the_pacer_holds_the_twin_paused_until_the_learner_caught_up():
     assert pacer.summary()["learner_waits"] == 1 and pacer.summary()["paused_twin"]
 
 
+class InterruptedClient(ScriptedClient):
+    """Far behind; Ctrl-C lands while the actor waits (on the second poll)."""
+
+    def estimated_lag(self) -> int:
+        if self.polled.is_set():
+            raise KeyboardInterrupt
+        return super().estimated_lag()
+
+
+class DyingTwin(Backend):
+    """A twin node that is going down: its pause service never answers a resume."""
+
+    def __init__(self):
+        super().__init__(simulated=False, sim_time=True)
+        self.never = threading.Event()
+
+    def pause_simulation(self, paused: bool) -> str:
+        self.pauses.append(paused)
+        if not paused:
+            self.never.wait()  # as a service call to a node that has exited
+        return "ok"
+
+
+def test_ctrl_c_while_waiting_does_not_wait_on_a_dying_twin():
+    """Ctrl-C reaches the twin and the actor together: the actor tries to resume the twin but
+    does not sit out the service timeout (which kept it past launch's SIGINT timeout)."""
+    twin = DyingTwin()
+    pacer = UtdPacer.for_env(2, Env(twin))
+    with pytest.raises(KeyboardInterrupt):
+        pacer.wait(InterruptedClient(lag=50))
+    assert twin.pauses == [True, False]  # asked to resume, then let go
+
+
 def test_a_refused_actor_stops_waiting():
     pacer = UtdPacer.for_env(2, Env(Backend(simulated=True, sim_time=False)))
     client = ScriptedClient(lag=50)

@@ -19,11 +19,15 @@ Where it waits:
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable
 
 RESUME_LAG = 0
 """Play on once the learner's lag is down to this (caught up)."""
+RESUME_WHILE_STOPPING_S = 2.0
+"""How long an interrupted wait tries to resume the paused twin before the actor exits."""
 
 
 class PacingRefused(ValueError):
@@ -83,18 +87,36 @@ class UtdPacer:
         started = time.monotonic()
         if self.pause is not None:
             self.pause(True)
+        caught_up = False
         try:
             while not self._stopped(client) and (
                 not client.connected or client.estimated_lag() > RESUME_LAG
             ):
                 time.sleep(self.poll)
+            caught_up = True
         finally:
             if self.pause is not None:
-                self.pause(False)
+                if caught_up:
+                    self.pause(False)
+                else:
+                    self._resume_while_stopping()
         waited = time.monotonic() - started
         self.waits += 1
         self.waited_seconds += waited
         return waited
+
+    def _resume_while_stopping(self) -> None:
+        """Interrupted while waiting (Ctrl-C reaches the whole stack): the twin node may be
+        going down too, and its service would keep the actor waiting for the full service
+        timeout. Ask it to resume, but give up after RESUME_WHILE_STOPPING_S."""
+
+        def resume() -> None:
+            with contextlib.suppress(Exception):
+                self.pause(False)
+
+        thread = threading.Thread(target=resume, name="twin-resume", daemon=True)
+        thread.start()
+        thread.join(RESUME_WHILE_STOPPING_S)
 
     def summary(self) -> dict:
         return {
