@@ -36,6 +36,7 @@ import lz4.block
 import numpy as np
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.data.transition import Transition
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import encode_transition
@@ -92,7 +93,9 @@ def throughput(cameras: int, count: int, fsync: str) -> dict:
                 ramp = np.linspace(0, 200, 128, dtype=np.float32)[None, :, None]
                 noise = rng.integers(0, 24, (128, 128, 3))
                 obs[key] = (ramp + noise + i % 30).astype(np.uint8)
-        frames.append(encode_transition(obs, np.zeros(4, np.float32), 0.0, False, False, obs))
+        frames.append(
+            encode_transition(Transition(obs, np.zeros(4, np.float32), 0.0, False, False, obs))
+        )
     with tempfile.TemporaryDirectory() as tmp:
         server, client = _pair(Path(tmp), obs_space, fsync)
         try:
@@ -268,7 +271,7 @@ def hostile_frames() -> list[dict]:
     ramp = np.linspace(0, 255, 96 * 96 * 3).reshape(96, 96, 3)
     obs = {"state": np.zeros(10, np.float32)}  # one noisy 96x96 camera: a ~56 KB frame
     obs["cam0"] = (ramp + rng.normal(0, 40, ramp.shape)).clip(0, 255).astype(np.uint8)
-    legit = encode_transition(obs, np.zeros(4, np.float32), 0.0, False, False, obs)
+    legit = encode_transition(Transition(obs, np.zeros(4, np.float32), 0.0, False, False, obs))
     legit_ms, legit_mb, _ = _decode_cost(legit)
     results = [
         {

@@ -27,7 +27,7 @@ from transport_fixtures import (
 )
 
 from robot_rl.transport import wire
-from robot_rl.transport.messages import PROTOCOL_VERSION, decode_transition
+from robot_rl.transport.messages import PROTOCOL_VERSION, decode_transition, encode_transition
 
 _probes = itertools.count()
 
@@ -274,7 +274,7 @@ def test_fuzzed_messages_of_every_schema_never_stop_the_server(learner, message,
     assert server._thread.is_alive()
     # nothing invalid is ever queued for training or logged
     for _actor, _seq, t in drain(server):
-        decode_transition(wire.encode(t), OBS_SPACE, ACT_SPACE)
+        decode_transition(encode_transition(t), OBS_SPACE, ACT_SPACE)
 
 
 def test_after_the_fuzz_an_honest_actor_is_served(learner):

@@ -19,6 +19,7 @@ from transport_fixtures import (
     wait_for,
 )
 
+from robot_rl.data.transition import Transition
 from robot_rl.transport import wire
 from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import PROTOCOL_VERSION, check_values, encode_transition
@@ -115,7 +116,7 @@ def _pick_cube_transition(i: int, reward: float) -> bytes:
     space = task.observation_space()
     obs = {k: np.full(s.shape, 0.01 * i, s.dtype) for k, s in space.spaces.items()}
     action = np.zeros(task.action_space().shape, np.float32)
-    return encode_transition(obs, action, reward, False, False, obs)
+    return encode_transition(Transition(obs, action, reward, False, False, obs))
 
 
 def test_an_ingest_log_holding_a_bad_record_is_skipped_on_resume(tmp_path):

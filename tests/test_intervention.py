@@ -5,6 +5,7 @@ import pytest
 from fakes import TABLE_CUBE, FakeArm, ScriptedSource
 
 from robot_rl.data.replay import ReplayBuffer
+from robot_rl.data.transition import from_step
 from robot_rl.envs.intervention import (
     INTERVENTION_RATE,
     INTERVENTION_SECONDS,
@@ -16,7 +17,7 @@ from robot_rl.envs.intervention import (
     tool_to_base,
 )
 from robot_rl.envs.robot_env import RobotEnv
-from robot_rl.runtime.train_loop import INTERVENTION_FIELDS, store_transition
+from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, store_transition
 from robot_rl.tasks.pick_cube import PickCubeTask
 
 POLICY = np.array([0.5, 0.0, 0.0, 0.0], np.float32)
@@ -166,10 +167,9 @@ def test_intervened_transitions_land_in_both_buffers():
     demos = ReplayBuffer(*spaces, 100, extra_fields=INTERVENTION_FIELDS)
     obs, _ = env.reset(seed=0)
     for _ in range(4):
-        next_obs, reward, terminated, truncated, info = env.step(POLICY)
-        transition = (obs, info["applied_action"], reward, terminated, truncated, next_obs)
-        store_transition(replay, demos, transition, info, hil=True)
-        obs = next_obs
+        transition = from_step(obs, POLICY, env.step(POLICY))
+        store_transition(replay, demos, transition)
+        obs = transition.next_obs
     online = replay.gather(np.arange(4))
     assert online["intervened"].tolist() == [False, True, True, False]
     stored = demos.gather(np.arange(len(demos)))
@@ -185,10 +185,9 @@ def test_without_interventions_only_the_online_replay_is_written():
     replay = ReplayBuffer(env.observation_space, env.action_space, 10)
     demos = ReplayBuffer(env.observation_space, env.action_space, 10)
     obs, _ = env.reset(seed=0)
-    next_obs, reward, terminated, truncated, info = env.step(POLICY)
-    store_transition(
-        replay, demos, (obs, POLICY, reward, terminated, truncated, next_obs), info, False
-    )
+    transition = from_step(obs, POLICY, env.step(POLICY))
+    assert transition.intervened  # the operator acted, but this run keeps no interventions
+    store_transition(replay, demos, transition)
     assert len(replay) == 1 and len(demos) == 0
 
 

@@ -73,7 +73,7 @@ def test_wire_decode_raises_wire_error_on_garbage(frame):
 def test_transition_checks_name_what_is_wrong():
     good = transition(3)
     t = decode_transition(good, OBS_SPACE, ACT_SPACE)
-    assert t["reward"] == 3.0 and t["obs"]["state"][0] == 3
+    assert t.reward == 3.0 and t.obs["state"][0] == 3
     nan = wire.decode(good)
     nan["obs"]["state"][0] = np.nan
     with pytest.raises(wire.WireError, match="NaN"):
@@ -127,7 +127,7 @@ def test_transitions_are_acknowledged_stored_once_and_in_order(tmp_path):
         wait_for(lambda: client.outbox.backlog == 0, what="acknowledgements")
         got = drain(server)
         assert [seq for _, seq, _ in got] == list(range(100))
-        assert [int(t["obs"]["state"][0]) for _, _, t in got] == list(range(100))
+        assert [int(t.obs["state"][0]) for _, _, t in got] == list(range(100))
         # The ingest log holds exactly what was acknowledged.
         logged = [
             (a, s + k) for a, s, items in server.ingest_log.batches() for k in range(len(items))

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.data.transition import Transition
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import encode_transition
@@ -62,7 +63,9 @@ def transition(i: int) -> bytes:
         "state": np.full(5, i + 1, np.float32),
         "cam": np.full((8, 8, 3), (i + 1) % 256, np.uint8),
     }
-    return encode_transition(obs, np.zeros(3, np.float32), float(i), False, i % 10 == 9, nxt)
+    return encode_transition(
+        Transition(obs, np.zeros(3, np.float32), float(i), False, i % 10 == 9, nxt)
+    )
 
 
 def drain(server: TransportServer) -> list[tuple[str, int, dict]]:

@@ -27,12 +27,12 @@ import numpy as np
 from rich.console import Console
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.data.transition import Transition
 from robot_rl.rewards.labelers import RelabelOptions
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.ros.config import RosBackendConfig
-from robot_rl.runtime.demos import applied_action
 from robot_rl.runtime.environments import make_env
-from robot_rl.runtime.evaluation import episode_success
+from robot_rl.runtime.episode_loop import EpisodeLoop
 from robot_rl.runtime.interventions import check_interventions, with_interventions
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.policy_updater import PolicyUpdater
@@ -168,18 +168,19 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         f"{f'{control_hz:.1f} Hz' if control_hz else 'full speed'} -> {cfg.learner} "
         f"(outbox resumes at sequence {outbox.next_seq})"
     )
-    obs, _ = env.reset(seed=cfg.seed + outbox.next_seq)
-    episode = {"return": 0.0, "length": 0, "success": False, "intervened": 0}
-    steps = episodes = 0
-    recent_success: list[float] = []
-    recent_intervention: list[float] | None = [] if cfg.interventions != "off" else None
+    loop = EpisodeLoop(env, OutboxSink(outbox, client, cfg.disk_full_timeout, console))
+    loop.reset(seed=cfg.seed + outbox.next_seq)
     last_log = time.monotonic()
+    interventions = cfg.interventions != "off"
+
+    def policy(obs: dict) -> np.ndarray:
+        current = updater.policy
+        if current is not None and current.version > 0:
+            return current(obs)
+        return env.action_space.sample()
 
     def show_progress() -> None:
-        _progress(
-            console, outbox, client, updater.policy, episodes, recent_success, rate,
-            recent_intervention,
-        )  # fmt: skip
+        _progress(console, outbox, client, updater.policy, loop, rate, interventions)
 
     try:
         while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
@@ -193,48 +194,9 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
                 )
             if updater.error is not None:
                 raise updater.error
-            policy = updater.policy
-            if policy is not None and policy.version > 0:
-                action = policy(obs)
-            else:
-                action = env.action_space.sample()
-            next_obs, reward, terminated, truncated, info = env.step(action)
-            applied = applied_action(info, action)
-            intervened = bool(info.get("intervened", False))
-            bound = (client.welcome or {}).get("value_bound", DEFAULT_VALUE_BOUND)
-            try:
-                check_values(obs, reward, next_obs, bound)
-            except WireError as err:
-                raise ValueError(
-                    f"the environment produced a transition the learner would refuse ({err}): "
-                    "a broken sensor or reward function; nothing of it was stored"
-                ) from err
-            frame = encode_transition(
-                obs, applied, reward, terminated, truncated, next_obs, intervened
-            )
-            _store(outbox, frame, cfg.disk_full_timeout, console)
-            steps += 1
-            episode["return"] += float(reward)
-            episode["length"] += 1
-            episode["success"] = episode["success"] or episode_success(info)
-            episode["intervened"] += intervened
-            obs = next_obs
-            if terminated or truncated:
-                episodes += 1
-                recent_success.append(float(episode["success"]))
-                intervention_rate = episode["intervened"] / max(episode["length"], 1)
-                if recent_intervention is not None:
-                    recent_intervention.append(intervention_rate)
-                client.send_stats(
-                    {
-                        "return": episode["return"],
-                        "length": episode["length"],
-                        "success": float(episode["success"]),
-                        "intervention_rate": intervention_rate,
-                    }
-                )
-                obs, _ = env.reset()
-                episode = {"return": 0.0, "length": 0, "success": False, "intervened": 0}
+            ended = loop.step(policy).ended
+            if ended is not None:
+                client.send_stats(ended.figures)
             rate.sleep()
             if time.monotonic() - last_log >= cfg.log_every:
                 last_log = time.monotonic()
@@ -257,6 +219,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         updater.stop()
         client.stop()
         env.close()
+    steps, episodes = loop.steps, loop.episodes
     period = rate.period_stats()
     if outbox.backlog:
         why = client.refused_reason or client.data_refused or client.silence_reason
@@ -277,6 +240,26 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         "control_period_ms_p99": period["p99_ms"],
         **(pacer.summary() if pacer is not None else {}),
     }
+
+
+class OutboxSink:
+    """The actor's sink: checks a transition's values as the learner will, encodes it and
+    appends it, numbered, to the durable outbox (holding on a full disk)."""
+
+    def __init__(self, outbox: Outbox, client: TransportClient, disk_full_timeout, console):
+        self.outbox, self.client = outbox, client
+        self.disk_full_timeout, self.console = disk_full_timeout, console
+
+    def __call__(self, t: Transition) -> None:
+        bound = (self.client.welcome or {}).get("value_bound", DEFAULT_VALUE_BOUND)
+        try:
+            check_values(t.obs, t.reward, t.next_obs, bound)
+        except WireError as err:
+            raise ValueError(
+                f"the environment produced a transition the learner would refuse ({err}): "
+                "a broken sensor or reward function; nothing of it was stored"
+            ) from err
+        _store(self.outbox, encode_transition(t), self.disk_full_timeout, self.console)
 
 
 def _store(outbox: Outbox, payload: bytes, timeout: float, console: Console) -> None:
@@ -313,20 +296,17 @@ def _store(outbox: Outbox, payload: bytes, timeout: float, console: Console) -> 
         return
 
 
-def _progress(
-    console, outbox, client, policy, episodes, recent_success, rate, recent_intervention=None
-) -> None:
-    recent = recent_success[-20:]
-    success = f"{np.mean(recent):.0%}" if recent else "-"
-    interventions = ""
-    if recent_intervention is not None:  # the operator's share of the last 20 episodes' steps
-        rates = recent_intervention[-20:]
-        interventions = f"interventions (last 20) {f'{np.mean(rates):.0%}' if rates else '-'} | "
+def _progress(console, outbox, client, policy, loop, rate, interventions: bool) -> None:
+    success = loop.recent_success_rate()
+    shares = ""
+    if interventions:  # the operator's share of the last 20 episodes' steps
+        share = loop.recent_intervention_rate()
+        shares = f"interventions (last 20) {'-' if share is None else f'{share:.0%}'} | "
     period = rate.period_stats()
     hz = 1000.0 / period["mean_ms"] if period["mean_ms"] else float("nan")
     console.print(
-        f"steps {outbox.next_seq} | episodes {episodes} | success (last 20) {success} | "
-        f"{interventions}"
+        f"steps {outbox.next_seq} | episodes {loop.episodes} | success (last 20) "
+        f"{'-' if success is None else f'{success:.0%}'} | {shares}"
         f"control {hz:.1f} Hz (p99 period {period['p99_ms']:.1f} ms) | "
         f"weights v{policy.version if policy else -1} | "
         f"unacknowledged {outbox.backlog} | {'connected' if client.connected else 'NOT connected'}"

@@ -18,17 +18,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from robot_rl.agents.checkpoint import (
-    AGENT_FILE,
-    config_differences,
-    list_checkpoints,
-    read_metadata,
-    restore_agent,
-    save_checkpoint,
-)
-from robot_rl.data.replay import ReplayBuffer
+from robot_rl.agents.checkpoint import AGENT_FILE, config_differences, list_checkpoints
 from robot_rl.runtime.run_dir import EVAL_FILE, METRICS_FILE
-from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
 
 if TYPE_CHECKING:
     from robot_rl.runtime.forward_backward import Direction, ForwardBackwardConfig
@@ -68,8 +59,7 @@ def save_direction(d: Direction, directory: Path, step: int, seed: int) -> None:
         "direction": d.name,
         **{name: getattr(d, name) for name in COUNTERS},
     }
-    writers = {REPLAY_FILE: d.replay.save, DEMO_FILE: d.demos.save}
-    save_checkpoint(directory, step, d.agent, extra_writers=writers, metadata=metadata)
+    d.core.save(directory, step, metadata)
 
 
 def save_pair(
@@ -122,13 +112,11 @@ def restore_pair(run_dir: Path, cfg: ForwardBackwardConfig, directions, step: in
     it (a pair whose write did not complete) and log lines after it (they happen again)."""
     for d in directions:
         checkpoint = step_dir(run_dir, d.name, step)
-        d.agent = restore_agent(checkpoint, d.agent)
-        d.replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
-        d.demos = ReplayBuffer.load(checkpoint / DEMO_FILE)
-        d.sampler = make_sampler(d.agent, d.replay, d.demos, cfg.demo_fraction)
-        meta = read_metadata(checkpoint)
-        for name in COUNTERS:
-            setattr(d, name, meta[name])
+        meta = d.core.restore(checkpoint)
+        d.core.received, d.core.updates = meta["steps"], meta["updates"]
+        d.loop.steps, d.loop.episodes = meta["steps"], meta["episodes"]
+        d.loop.recent_success = list(meta["recent"])
+        d.last_eval = meta["last_eval"]
         for path in list_checkpoints(checkpoint_dir(run_dir, d.name)):
             if int(path.name.removeprefix("step_")) > step:
                 shutil.rmtree(path, ignore_errors=True)

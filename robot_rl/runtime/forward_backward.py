@@ -30,16 +30,18 @@ from rich.console import Console
 
 from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
 from robot_rl.agents.sac import SACAgent
-from robot_rl.data.mixing import MixedSampler
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.runtime import fb_checkpoint
-from robot_rl.runtime.demos import applied_action, collect_demos
-from robot_rl.runtime.evaluation import episode_success, evaluate
+from robot_rl.runtime.demos import collect_demos
+from robot_rl.runtime.episode_loop import EPISODE_SCALARS, EpisodeLoop
+from robot_rl.runtime.evaluation import evaluate
+from robot_rl.runtime.learning_core import LearningCore
 from robot_rl.runtime.run_dir import RunLogger
-from robot_rl.runtime.train_loop import make_sampler
 
 BACKWARD_TASKS = {"pick_cube": "put_down_cube"}
 """Forward task -> the task that undoes it."""
+FB_FIGURES = ("return", "length", "success")
+"""The episode figures each direction logs (no operator here)."""
 
 
 @dataclass
@@ -115,37 +117,62 @@ class ForwardBackwardConfig:
         self.agent.validate()
 
 
-@dataclass
 class Direction:
-    """One side of the pair: its task's env on the shared robot, an eval env, policy and data."""
+    """One side of the pair: its task's env on the shared robot, an eval env, its own episode
+    loop (which does not reset: the pair decides what follows an episode) and learning core."""
 
-    name: str
-    env: object
-    eval_env: object
-    agent: SACAgent
-    replay: ReplayBuffer
-    demos: ReplayBuffer
-    sampler: MixedSampler
-    logger: RunLogger | None = None
-    steps: int = 0
-    episodes: int = 0
-    successes: int = 0
-    updates: int = 0
-    recent: list[float] = field(default_factory=list)
-    last_eval: dict | None = None
+    def __init__(self, name: str, env, eval_env, core: LearningCore, logger=None):
+        self.name, self.env, self.eval_env, self.core, self.logger = (
+            name,
+            env,
+            eval_env,
+            core,
+            logger,
+        )
+        self.loop = EpisodeLoop(env, core.add, auto_reset=False)
+        self.last_eval: dict | None = None
 
-    def act(self, obs: dict, random: bool) -> np.ndarray:
-        if random:
-            action = self.env.action_space.sample()
-        else:
-            action, self.agent = self.agent.sample_actions(obs)
-        return np.clip(action, -1.0, 1.0).astype(np.float32)
+    @property
+    def agent(self) -> SACAgent:
+        return self.core.agent
 
-    def update(self, rng: np.random.Generator, batch_size: int, num_updates: int) -> dict:
-        batch = self.sampler.sample(rng, batch_size, num_minibatches=num_updates)
-        self.agent, info = self.agent.update(batch, utd_ratio=num_updates)
-        self.updates += num_updates
-        return info
+    @property
+    def replay(self) -> ReplayBuffer:
+        return self.core.replay
+
+    @property
+    def demos(self) -> ReplayBuffer:
+        return self.core.demos
+
+    @property
+    def steps(self) -> int:
+        return self.loop.steps
+
+    @property
+    def episodes(self) -> int:
+        return self.loop.episodes
+
+    @property
+    def recent(self) -> list[float]:
+        return self.loop.recent_success
+
+    @property
+    def successes(self) -> int:
+        return int(sum(self.loop.recent_success))
+
+    @property
+    def updates(self) -> int:
+        return self.core.updates
+
+    def policy(self, random: bool):
+        def act(obs: dict) -> np.ndarray:
+            if random:
+                action = self.env.action_space.sample()
+            else:
+                action, self.core.agent = self.core.agent.sample_actions(obs)
+            return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+        return act
 
     def summary(self) -> dict:
         return {
@@ -189,14 +216,12 @@ def make_direction(
     agent = SACAgent.create(seed, env.observation_space, env.action_space, cfg.agent)
     if template is not None:
         agent = with_shared_structure(agent, template)
-    replay = ReplayBuffer(env.observation_space, env.action_space, cfg.replay_capacity)
-    demo_capacity = min(cfg.replay_capacity, 100_000)
-    demos = ReplayBuffer(env.observation_space, env.action_space, demo_capacity)
+    # each direction samples its batches from its own stream
+    core = LearningCore.for_run(agent, env.observation_space, env.action_space, cfg, seed=seed)
     env.action_space.seed(seed)
     config = dataclasses.asdict(cfg)
     logger = None if log_dir is None else RunLogger(log_dir, config=config, resume=resume)
-    sampler = make_sampler(agent, replay, demos, cfg.demo_fraction)
-    return Direction(name, env, eval_env, agent, replay, demos, sampler, logger)
+    return Direction(name, env, eval_env, core, logger)
 
 
 def run_forward_backward(
@@ -213,26 +238,23 @@ def run_forward_backward(
     ``resume`` is such a loop state with its ``step``: the loop goes on from there, from a fresh
     reset of the direction that was acting (the scene at the interruption is not restorable)."""
     console = console or Console(soft_wrap=True)
-    rng = np.random.default_rng(cfg.seed)
     resets = {"start": 1, "failure": 0, "stalled": 0}
     handovers, dry_streak, start = 0, 0, 0
     active = forward
     if resume is not None:
         start, handovers, dry_streak = resume["step"], resume["handovers"], resume["dry_streak"]
         resets = {**resume["resets"], "start": resume["resets"]["start"] + 1}
-        rng.bit_generator.state = resume["numpy_rng"]
         active = backward if resume["active"] == backward.name else forward
         console.print(
             f"[bold]resumed[/] at step {start}: the scene starts from a fresh reset (its state "
             f"at the interruption cannot be restored); the {active.name} policy goes on"
         )
-    obs, _ = active.env.reset(seed=cfg.seed + start)
-    episode_return, episode_length, succeeded = 0.0, 0, False
+    active.loop.reset(seed=cfg.seed + start)
+    chunk = cfg.utd_ratio * cfg.update_every
     last_log_time, last_log_step = time.perf_counter(), start
 
     def loop_state() -> dict:
         return {
-            "numpy_rng": rng.bit_generator.state,
             "active": active.name,
             "dry_streak": dry_streak,
             "resets": resets,
@@ -256,45 +278,34 @@ def run_forward_backward(
     try:
         for step in range(start + 1, cfg.total_steps + 1):
             d = active
-            action = d.act(obs, random=d.steps < cfg.start_steps)
-            next_obs, reward, terminated, truncated, info = d.env.step(action)
-            d.replay.add(obs, applied_action(info, action), reward, terminated, truncated, next_obs)
-            d.steps += 1
-            obs = next_obs
-            episode_return += reward
-            episode_length += 1
-            succeeded = succeeded or episode_success(info)
-            if d.steps >= cfg.start_steps and d.steps % cfg.update_every == 0:
-                d.update(rng, cfg.batch_size, cfg.utd_ratio * cfg.update_every)
+            result = d.loop.step(d.policy(random=d.steps < cfg.start_steps))
+            ended = result.ended
+            while d.core.may_update(chunk):
+                d.core.update(chunk)
 
-            if terminated or truncated:
-                d.episodes += 1
-                d.successes += int(succeeded)
-                d.recent.append(float(succeeded))
+            if ended is not None:
+                succeeded = bool(ended.figures["success"])
                 dry_streak = 0 if succeeded else dry_streak + 1
                 if d.logger is not None:
                     d.logger.scalars(
                         step,
                         {
-                            "charts/episode_return": episode_return,
-                            "charts/episode_length": episode_length,
-                            "charts/success": float(succeeded),
+                            **{EPISODE_SCALARS[k]: ended.figures[k] for k in FB_FIGURES},
                             "charts/resets": sum(resets.values()),
                         },
                     )
-                if terminated and not succeeded:  # a real failure: the scene needs a reset
+                if result.transition.terminated and not succeeded:  # the scene needs a reset
                     resets["failure"] += 1
                     active, dry_streak = forward, 0
-                    obs, _ = forward.env.reset()
+                    forward.loop.reset()
                 elif dry_streak >= cfg.stalled_episodes:
                     resets["stalled"] += 1
                     active, dry_streak = forward, 0
-                    obs, _ = forward.env.reset()
+                    forward.loop.reset()
                 else:  # hand the robot over as it is: no reset
                     active = backward if d is forward else forward
-                    obs, _ = active.env.start_in_place()
+                    active.loop.begin(active.env.start_in_place()[0])
                     handovers += 1
-                episode_return, episode_length, succeeded = 0.0, 0, False
 
             if step % cfg.eval_every == 0 or step == cfg.total_steps:
                 evaluate_both(step)

@@ -28,22 +28,16 @@ import numpy as np
 from rich.console import Console
 
 from robot_rl.agents.acting_policy import frozen_trunk_fingerprint, weights_bytes
-from robot_rl.agents.checkpoint import (
-    config_to_json,
-    latest_checkpoint,
-    read_metadata,
-    restore_agent,
-    save_checkpoint,
-)
+from robot_rl.agents.checkpoint import config_to_json, latest_checkpoint, read_metadata
 from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
 from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent, encoder_metadata
-from robot_rl.data.replay import ReplayBuffer
+from robot_rl.data.transition import Transition
 from robot_rl.envs.task import make_task
+from robot_rl.runtime.learning_core import LearningCore
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.recipes import FALLBACK, RECIPES
 from robot_rl.runtime.run_dir import RunLogger
-from robot_rl.runtime.train_loop import DEMO_FILE, REPLAY_FILE, make_sampler
 from robot_rl.runtime.utd_tracker import UtdTracker
 from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import DEFAULT_VALUE_BOUND, decode_transition
@@ -187,19 +181,19 @@ class Learner:
         task = make_task(cfg.task, **cfg.task_options(cfg.task))
         self.observation_space, self.action_space = task.observation_space(), task.action_space()
         # a resumed run takes its frozen trunk from the checkpoint, not from the weights file
-        self.agent = create_agent(
+        agent = create_agent(
             cfg.seed,
             self.observation_space,
             self.action_space,
             cfg.agent,
             load_weights=not cfg.resume,
         )
-        self.replay = self._buffer(cfg.replay_capacity)
-        self.demos = self._buffer(min(cfg.replay_capacity, 100_000))
-        self.rng = np.random.default_rng(cfg.seed)
+        self.core = LearningCore.for_run(
+            agent, self.observation_space, self.action_space, cfg, extra_fields=EXTRA_FIELDS
+        )
         self.cursors: dict[str, int] = {}  # actor -> next sequence number held by the replay
         self.streams: dict[str, int] = {}  # actor -> replay stream index
-        self.received = self.updates = self.version = self.episodes = 0
+        self.version = self.episodes = 0
         self.recent_success: list[float] = []
         self._checkpoint_failing = self._metrics_failing = False
         self._restore()
@@ -207,10 +201,15 @@ class Learner:
         self.ingest_log = IngestLog(self.run_dir / "ingest", fsync=cfg.fsync)
         self._replay_ingest_log()
 
-    def _buffer(self, capacity: int) -> ReplayBuffer:
-        return ReplayBuffer(
-            self.observation_space, self.action_space, capacity, extra_fields=EXTRA_FIELDS
-        )
+    @property
+    def received(self) -> int:
+        """Online transitions stored."""
+        return self.core.received
+
+    @property
+    def updates(self) -> int:
+        """Critic updates done."""
+        return self.core.updates
 
     def _restore(self) -> None:
         checkpoint = latest_checkpoint(self.ckpt_dir) if self.cfg.resume else None
@@ -227,16 +226,11 @@ class Learner:
         if checkpoint is None:
             return
         self.cfg.check_matches(read_metadata(checkpoint), self.cfg.task, str(checkpoint))
-        self.agent = restore_agent(checkpoint, self.agent)
-        self.replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
-        self.demos = ReplayBuffer.load(checkpoint / DEMO_FILE)
-        meta = read_metadata(checkpoint)
+        meta = self.core.restore(checkpoint)
         if self.cfg.hardware is None and meta.get("hardware"):  # robot data stays robot data
             self.cfg = dataclasses.replace(self.cfg, hardware=meta["hardware"])
         self.cursors, self.streams = meta["cursors"], meta["streams"]
-        self.received, self.updates = meta["received"], meta["updates"]
         self.version, self.episodes = meta["version"], meta["episodes"]
-        self.rng.bit_generator.state = meta["numpy_rng"]
         self.console.print(f"[bold]resumed[/] {checkpoint}: {self.received} transitions")
 
     def _replay_ingest_log(self) -> None:
@@ -267,30 +261,25 @@ class Learner:
                 + (f", {skipped} invalid ones skipped" if skipped else "")
             )
 
-    def _insert(self, actor: str, seq: int, t: dict) -> None:
+    def _insert(self, actor: str, seq: int, t: Transition) -> None:
         # A stream may begin, or go on, past where this learner stopped: the transport starts
         # an actor new to this run at the first transition it still holds (and says so).
         expected = self.cursors.get(actor, seq)
         if seq < expected:
             raise RuntimeError(f"actor {actor}: sequence {seq} arrived where {expected} was due")
         stream = self.streams.setdefault(actor, len(self.streams))
-        kwargs = dict(stream=stream, actor=stream, seq=seq, intervened=t["intervened"])
-        args = (t["obs"], t["action"], t["reward"], t["terminated"], t["truncated"], t["next_obs"])
-        self.replay.add(*args, **kwargs)
-        if t["intervened"]:  # HIL-SERL: operator corrections also count as demonstrations
-            self.demos.add(*args, **kwargs)
+        self.core.add(t, stream=stream, actor=stream, seq=seq)
         self.cursors[actor] = seq + 1
-        self.received += 1
 
     # --------------------------------------------------------------------------- running
 
     def _collect_demos(self) -> None:
-        if len(self.demos):
+        if len(self.core.demos):
             return
         if self.cfg.demo_path:
             from robot_rl.data.mcap_demos import load_demos
 
-            _, counts = load_demos(self.cfg.demo_path, self.demos)
+            _, counts = load_demos(self.cfg.demo_path, self.core.demos)
             self.console.print(
                 f"demos: {counts['episodes']} recorded episodes, "
                 f"{counts['transitions']} transitions from {self.cfg.demo_path}"
@@ -303,7 +292,7 @@ class Learner:
         task = make_task(self.cfg.task, **self.cfg.task_options(self.cfg.task, ground_truth=True))
         env = make_twin_env(task, seed=self.cfg.seed + 20_000)
         counts = collect_demos(
-            env, make_expert(task), self.demos, self.cfg.demos, self.cfg.seed + 20_000
+            env, make_expert(task), self.core.demos, self.cfg.demos, self.cfg.seed + 20_000
         )
         env.close()
         self.console.print(
@@ -312,9 +301,9 @@ class Learner:
 
     def _welcome_info(self) -> dict:
         return {
-            "agent_config": config_to_json(self.agent.config),
+            "agent_config": config_to_json(self.core.agent.config),
             "seed": self.cfg.seed,
-            "frozen_trunk": frozen_trunk_fingerprint(self.agent),
+            "frozen_trunk": frozen_trunk_fingerprint(self.core.agent),
             "value_bound": self.cfg.value_bound,
         }
 
@@ -365,11 +354,9 @@ class Learner:
     def _write_checkpoint(self) -> int:
         segment = self.ingest_log.rotate()
         self._drain(block=False)  # everything logged before the rotation is now in the replay
-        save_checkpoint(
+        self.core.save(
             self.ckpt_dir,
             self.received,  # env steps, as `robot-rl train` names its checkpoints
-            self.agent,
-            extra_writers={REPLAY_FILE: self.replay.save, DEMO_FILE: self.demos.save},
             metadata={
                 "task": self.cfg.task,
                 "backend": "robot" if self.cfg.hardware else "twin",
@@ -381,11 +368,8 @@ class Learner:
                 "encoder": encoder_metadata(self.cfg.agent),
                 "cursors": self.cursors,
                 "streams": self.streams,
-                "received": self.received,
-                "updates": self.updates,
                 "version": self.version,
                 "episodes": self.episodes,
-                "numpy_rng": self.rng.bit_generator.state,
             },
         )
         return segment
@@ -423,13 +407,8 @@ class Learner:
             values = {EPISODE_METRICS[k]: v for k, v in episode.items() if k in EPISODE_METRICS}
             self._log_scalars(self.received, values)
 
-    def allowed_updates(self) -> int:
-        if self.received < max(self.cfg.start_steps, 1):
-            return 0
-        return self.cfg.utd_ratio * (self.received - self.cfg.start_steps + 1)
-
     def publish(self) -> None:
-        self.server.publish_weights(self.version, weights_bytes(self.agent))
+        self.server.publish_weights(self.version, weights_bytes(self.core.agent))
 
     def lag(self) -> int:
         """Accepted transitions (queued ones included) that training has not caught up with:
@@ -447,7 +426,7 @@ class Learner:
         return (
             bool(total)
             and self.received >= total
-            and self.updates + self.cfg.update_chunk > self.allowed_updates()
+            and not self.core.may_update(self.cfg.update_chunk)
         )
 
     def run(self, keys: ServerKeys | None = None) -> dict:
@@ -462,13 +441,10 @@ class Learner:
     def _run(self, keys: ServerKeys | None, stop: _StopRequest) -> dict:
         cfg = self.cfg
         self._collect_demos()
-        sampler = make_sampler(self.agent, self.replay, self.demos, cfg.demo_fraction)
         # Several local devices (GPUs): every update is split over them along the batch.
-        parallel = local_data_parallel()
-        if parallel is not None:
-            parallel.check_batch_size(cfg.batch_size)
-            self.agent = parallel.place_agent(self.agent)
-            self.console.print(f"updates data-parallel over {parallel.size} devices")
+        self.core.spread(local_data_parallel())
+        if self.core.parallel is not None:
+            self.console.print(f"updates data-parallel over {self.core.parallel.size} devices")
         self.server = TransportServer(
             cfg.bind,
             task=cfg.task,
@@ -489,7 +465,7 @@ class Learner:
             f"-> {self.run_dir}"
         )
         last_ckpt = last_log = last_status = time.monotonic()
-        last_published, update_time, log_updates = self.updates, 0.0, self.updates
+        last_published, log_updates, info = self.updates, self.updates, {}
         stop.deferred = True
         try:
             while not self.done():
@@ -497,16 +473,9 @@ class Learner:
                     raise KeyboardInterrupt  # checkpoint below, exit 130
                 self._drain(block=False)
                 self._record_episodes()
-                if self.updates + cfg.update_chunk <= self.allowed_updates():
-                    t0 = time.perf_counter()
-                    batch = sampler.sample(
-                        self.rng, cfg.batch_size, num_minibatches=cfg.update_chunk
-                    )
-                    self.agent, info = self.agent.update(
-                        batch, utd_ratio=cfg.update_chunk, parallel=parallel
-                    )
-                    self.updates += cfg.update_chunk
-                    update_time += time.perf_counter() - t0
+                if self.core.may_update(cfg.update_chunk):
+                    # no wait: the next batch is sampled while XLA runs this one
+                    info = self.core.update(cfg.update_chunk, wait=False)
                     if self.updates - last_published >= cfg.publish_every:
                         self.version += 1
                         self.publish()
@@ -523,7 +492,7 @@ class Learner:
                     last_status = now
                 if now - last_log >= cfg.log_every:
                     # JAX dispatches asynchronously: count only updates that have finished
-                    jax.block_until_ready(self.agent)
+                    jax.block_until_ready(self.core.agent)
                     now = time.monotonic()
                     ups = (self.updates - log_updates) / max(now - last_log, 1e-9)
                     self._progress(ups)
@@ -549,7 +518,7 @@ class Learner:
             "updates": self.updates,
             "episodes": self.episodes,
             "actors": sorted(self.cursors),
-            "update_seconds": update_time,
+            "update_seconds": self.core.update_seconds,
             "utd": self.utd_tracker.summary(),
         }
         try:

@@ -1,7 +1,8 @@
-"""Single-process training: one environment, one replay, one agent, in one loop.
+"""Single-process training: the episode loop feeding the learning core directly.
 
-This is the fast path for simulated training runs and tests. The distributed actor/learner
-runtime reuses its pieces (agent, replay, sampler, evaluation, run directory).
+This is the fast path for simulated training runs and tests. The distributed runtime joins the
+same two halves across processes: the actor runs the episode loop into its outbox, the learner
+feeds the learning core from the transport (runtime/episode_loop.py, runtime/learning_core.py).
 """
 
 from __future__ import annotations
@@ -13,38 +14,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import jax
 import numpy as np
 from rich.console import Console
 
-from robot_rl.agents.checkpoint import (
-    latest_checkpoint,
-    read_metadata,
-    restore_agent,
-    save_checkpoint,
-)
+from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
 from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent, encoder_metadata
-from robot_rl.agents.sac import SACAgent
-from robot_rl.data.mixing import MixedSampler
-from robot_rl.data.replay import ReplayBuffer
-from robot_rl.runtime.demos import applied_action, collect_demos
+from robot_rl.runtime.demos import collect_demos
 from robot_rl.runtime.environments import BACKENDS, make_env
-from robot_rl.runtime.evaluation import episode_success, evaluate
+from robot_rl.runtime.episode_loop import EPISODE_SCALARS, EpisodeLoop
+from robot_rl.runtime.evaluation import evaluate
 from robot_rl.runtime.interventions import (
     check_interventions,
     realtime_pace,
     with_interventions,
 )
+from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, LearningCore
 from robot_rl.runtime.observation_mode import ObservationMode, observation_options
 from robot_rl.runtime.recipes import resolve
 from robot_rl.runtime.run_dir import RunLogger
-
-REPLAY_FILE = "replay.npz"
-DEMO_FILE = "demos.npz"
-INTERVENTION_FIELDS = {"intervened": ((), np.bool_)}
-"""Replay's per-transition flag when a run has interventions: the operator acted."""
 
 
 @dataclass
@@ -174,38 +163,6 @@ def default_run_dir(cfg: TrainConfig) -> Path:
     return Path("runs") / f"{cfg.run_name}-{cfg.backend}-s{cfg.seed}-{stamp}"
 
 
-def make_sampler(agent: SACAgent, replay, demos, demo_fraction: float) -> MixedSampler:
-    """50/50 online/demo batches; with a frozen image trunk, through the embedding cache so
-    that the trunk runs once per stored frame instead of on every sampled image."""
-    if agent.frozen_trunk is not None and agent.nets.image_keys:
-        from robot_rl.data.embedding_cache import EmbeddingCache
-
-        keys, pad = agent.nets.image_keys, agent.config.drq_pad
-        # DrQ's shifts: 4 cached pixel-shifted views per frame, and a fresh one-cell shift of
-        # every sampled feature map that is fine enough (data/embedding_cache.py says why)
-        views, shift = (4, 1) if pad else (1, 0)
-        # The trunk never changes, so the first agent's embed function stays valid.
-        replay = EmbeddingCache(
-            replay, keys, agent.embed_frames, num_views=views, pad=pad, feature_shift=shift
-        )
-        demos = EmbeddingCache(
-            demos, keys, agent.embed_frames, num_views=views, pad=pad, feature_shift=shift
-        )
-    return MixedSampler(replay, demos, demo_fraction=demo_fraction)
-
-
-def store_transition(replay, demo_buffer, transition: tuple, info: dict, hil: bool) -> None:
-    """Every transition goes to the online replay; with interventions on, each one carries its
-    ``intervened`` flag and the operator's also go to the demonstration buffer (HIL-SERL)."""
-    if not hil:
-        replay.add(*transition)
-        return
-    intervened = bool(info.get("intervened", False))
-    replay.add(*transition, intervened=intervened)
-    if intervened:
-        demo_buffer.add(*transition, intervened=True)
-
-
 def reached(cfg: TrainConfig, result: dict) -> bool:
     if cfg.stop_at_return is not None and result["return_mean"] >= cfg.stop_at_return:
         return True
@@ -218,26 +175,32 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     cfg.validate()
     console = console or Console(soft_wrap=True)
     run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
-    ckpt_dir = run_dir / "checkpoints"
-
     env = cfg.make_env(cfg.seed)
-    # success is measured on the task's ground truth, not on what the classifier believes
-    eval_env = cfg.make_env(cfg.seed + 10_000, ground_truth=True)
+    try:
+        # success is measured on the task's ground truth, not on what the classifier believes
+        eval_env = cfg.make_env(cfg.seed + 10_000, ground_truth=True)
+    except BaseException:
+        env.close()
+        raise
+    try:
+        return _train(cfg, console, run_dir, env, eval_env)
+    finally:
+        env.close()
+        eval_env.close()
+
+
+def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> dict:
+    ckpt_dir = run_dir / "checkpoints"
+    hil = cfg.interventions != "off"
     # a resumed run takes its frozen trunk from the checkpoint, not from --agent.encoder-weights
     agent = create_agent(
         cfg.seed, env.observation_space, env.action_space, cfg.agent, load_weights=not cfg.resume
     )
-    hil = cfg.interventions != "off"
     extras = INTERVENTION_FIELDS if hil else None
-    replay = ReplayBuffer(
-        env.observation_space, env.action_space, cfg.replay_capacity, extra_fields=extras
-    )
-    demo_capacity = min(cfg.replay_capacity, 100_000)
-    demo_buffer = ReplayBuffer(
-        env.observation_space, env.action_space, demo_capacity, extra_fields=extras
+    core = LearningCore.for_run(
+        agent, env.observation_space, env.action_space, cfg, extra_fields=extras
     )
     env = with_interventions(env, cfg.interventions, seed=cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
     start_step, episodes = 0, 0
 
     checkpoint = latest_checkpoint(ckpt_dir) if cfg.resume else None
@@ -248,20 +211,13 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
             observation_options(cfg).check_matches(
                 read_metadata(checkpoint), cfg.task, str(checkpoint)
             )
-        agent = restore_agent(checkpoint, agent)
-        replay = ReplayBuffer.load(checkpoint / REPLAY_FILE)
-        if (checkpoint / DEMO_FILE).is_file():
-            demo_buffer = ReplayBuffer.load(checkpoint / DEMO_FILE)
-        meta = read_metadata(checkpoint)
+        meta = core.restore(checkpoint)
         start_step, episodes = meta["step"], meta["episodes"]
-        rng.bit_generator.state = meta["numpy_rng"]
         console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
     # Several local devices (GPUs): every update is split over them along the batch.
-    parallel = local_data_parallel()
-    if parallel is not None:
-        parallel.check_batch_size(cfg.batch_size)
-        agent = parallel.place_agent(agent)
-        console.print(f"updates data-parallel over {parallel.size} devices")
+    core.spread(local_data_parallel())
+    if core.parallel is not None:
+        console.print(f"updates data-parallel over {core.parallel.size} devices")
 
     logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
     relabeler = None
@@ -275,43 +231,22 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
         relabeler = attach_relabeler(
             env, GroundTruthLabeler(), run_dir, config=relabel, log=console.print
         )
-    if cfg.demo_path and len(demo_buffer) == 0:
-        from robot_rl.data.mcap_demos import load_demos
-
-        _, counts = load_demos(cfg.demo_path, demo_buffer)
-        console.print(
-            f"demos: {counts['episodes']} recorded episodes ({counts['transitions']} "
-            f"transitions) from {cfg.demo_path}"
-        )
-    elif cfg.demos and len(demo_buffer) == 0:
-        from robot_rl.sim import make_expert
-
-        demo_env = cfg.make_env(cfg.seed + 20_000)
-        counts = collect_demos(
-            demo_env, make_expert(demo_env.task), demo_buffer, cfg.demos, seed=cfg.seed + 20_000
-        )
-        demo_env.close()
-        console.print(
-            f"demos: {counts['episodes']} successful expert episodes "
-            f"({counts['attempts']} attempts, {counts['transitions']} transitions)"
-        )
-    sampler = make_sampler(agent, replay, demo_buffer, cfg.demo_fraction)
+    load_demonstrations(cfg, core.demos, console)
     console.print(
         f"[bold]train[/] {cfg.run_name} ({cfg.backend}) for {cfg.total_steps} steps, "
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
     )
 
     run_observation = observation_options(cfg).metadata(cfg.task) if cfg.backend != "gym" else None
+    loop = EpisodeLoop(env, core.add)
+    loop.episodes = episodes
 
     def checkpoint_now(step: int) -> None:
-        save_checkpoint(
+        core.save(
             ckpt_dir,
             step,
-            agent,
-            extra_writers={REPLAY_FILE: replay.save, DEMO_FILE: demo_buffer.save},
             metadata={
-                "episodes": episodes,
-                "numpy_rng": rng.bit_generator.state,
+                "episodes": loop.episodes,
                 "task": cfg.task,
                 "backend": cfg.backend,
                 "env_id": cfg.env_id,
@@ -322,113 +257,112 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
             },
         )
 
-    obs, _ = env.reset(seed=cfg.seed + start_step)
-    episode_return, episode_length, episode_succeeded = 0.0, 0, False
-    updates, update_time, last_eval = 0, 0.0, None
-    recent_success: list[float] = []
-    recent_intervention: list[float] = []
-    loop_start, last_log_step = time.perf_counter(), start_step
-    stored_steps = start_step  # steps whose transition is in the replay
+    def policy(obs: dict) -> np.ndarray:
+        if core.received < cfg.start_steps:
+            action = env.action_space.sample()
+        else:
+            action, core.agent = core.agent.sample_actions(obs)
+        return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+    loop.reset(seed=cfg.seed + start_step)
+    # each call runs utd_ratio * update_every critic updates in one compiled scan
+    chunk = cfg.utd_ratio * cfg.update_every
+    last_eval, update_info = None, {}
+    loop_start, last_log_step, updates_at_log, seconds_at_log = (
+        time.perf_counter(), start_step, core.updates, core.update_seconds
+    )  # fmt: skip
     # A person at the teleop device needs the twin at the task's rate, not as fast as it can go.
     operator_pace = realtime_pace(env, cfg.interventions, cfg.backend)
     try:
-        for step in range(start_step, cfg.total_steps):
-            if step < cfg.start_steps:
-                action = env.action_space.sample()
-            else:
-                action, agent = agent.sample_actions(obs)
-            action = np.clip(action, -1.0, 1.0).astype(np.float32)
-            next_obs, reward, terminated, truncated, info = env.step(action)
+        for step in range(start_step + 1, cfg.total_steps + 1):
+            ended = loop.step(policy).ended
             if operator_pace is not None:
                 operator_pace.sleep()
-            applied = applied_action(info, action)
-            transition = (obs, applied, reward, terminated, truncated, next_obs)
-            store_transition(replay, demo_buffer, transition, info, hil)
-            stored_steps = step + 1
-            obs = next_obs
-            episode_return += reward
-            episode_length += 1
-            # Success may come before the last step (a lap mid-episode), so it is kept per episode.
-            episode_succeeded = episode_succeeded or episode_success(info)
-            if terminated or truncated:
-                episodes += 1
-                recent_success.append(float(episode_succeeded))
-                episode_figures = {
-                    "charts/episode_return": episode_return,
-                    "charts/episode_length": episode_length,
-                    "charts/success": float(episode_succeeded),
-                    **info.get("intervention_metrics", {}),
-                }
-                if "robot/intervention_rate" in episode_figures:
-                    recent_intervention.append(episode_figures["robot/intervention_rate"])
-                logger.scalars(step + 1, episode_figures)
-                obs, _ = env.reset()
-                episode_return, episode_length, episode_succeeded = 0.0, 0, False
+            if ended is not None:
+                figures = {EPISODE_SCALARS[k]: v for k, v in ended.figures.items()}
+                figures.pop("robot/intervention_rate")  # with interventions: the wrapper's
+                logger.scalars(step, {**figures, **ended.info.get("intervention_metrics", {})})
+            while core.may_update(chunk):
+                update_info = core.update(chunk)
+            if step % cfg.log_every == 0 and update_info:
+                logger.scalars(step, {k: float(v) for k, v in update_info.items()})
 
-            if step + 1 >= cfg.start_steps and (step + 1) % cfg.update_every == 0:
-                n = cfg.utd_ratio * cfg.update_every
-                t0 = time.perf_counter()
-                batch = sampler.sample(rng, cfg.batch_size, num_minibatches=n)
-                agent, update_info = agent.update(batch, utd_ratio=n, parallel=parallel)
-                # JAX dispatches asynchronously: time the update once it has finished (free,
-                # as the next action needs the new parameters anyway), or the printed rate
-                # counts dispatches.
-                update_info = jax.block_until_ready(update_info)
-                updates += n
-                update_time += time.perf_counter() - t0
-                if (step + 1) % cfg.log_every == 0:
-                    logger.scalars(step + 1, {k: float(v) for k, v in update_info.items()})
-
-            done = step + 1 == cfg.total_steps
-            if (step + 1) % cfg.eval_every == 0 or done:
+            done = step == cfg.total_steps
+            if step % cfg.eval_every == 0 or done:
                 result = evaluate(
-                    agent.eval_actions, eval_env, cfg.eval_episodes, seed=cfg.seed + 1
+                    core.agent.eval_actions, eval_env, cfg.eval_episodes, cfg.seed + 1
                 )
-                last_eval = {"step": step + 1, **result.as_dict()}
-                logger.evaluation(step + 1, result.as_dict())
+                last_eval = {"step": step, **result.as_dict()}
+                logger.evaluation(step, result.as_dict())
                 console.print(
-                    f"  eval @ {step + 1}: return {result.return_mean:.1f}"
+                    f"  eval @ {step}: return {result.return_mean:.1f}"
                     f" +- {result.return_std:.1f}, success {result.success_rate:.0%}"
                 )
-            if (step + 1) % cfg.log_every == 0:
+            if step % cfg.log_every == 0:
                 elapsed = time.perf_counter() - loop_start
-                ups = updates / update_time if update_time else 0.0
-                hil_part = (
-                    f"interventions (last 20) {np.mean(recent_intervention[-20:] or [0]):.0%} | "
-                    if hil
-                    else ""
-                )
+                seconds = core.update_seconds - seconds_at_log
+                ups = (core.updates - updates_at_log) / seconds if seconds else 0.0
+                hil_part = ""
+                if hil:
+                    hil_part = (
+                        f"interventions (last 20) {loop.recent_intervention_rate() or 0:.0%} | "
+                    )
                 console.print(
-                    f"step {step + 1}/{cfg.total_steps} | episodes {episodes} | "
-                    f"train success (last 20) {np.mean(recent_success[-20:] or [0]):.0%} | "
+                    f"step {step}/{cfg.total_steps} | episodes {loop.episodes} | "
+                    f"train success (last 20) {loop.recent_success_rate() or 0:.0%} | "
                     f"{hil_part}"
-                    f"{(step + 1 - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
+                    f"{(step - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
                     f"{ups:.0f} updates/s"
                 )
-                loop_start, last_log_step = time.perf_counter(), step + 1
-            if (step + 1) % cfg.checkpoint_every == 0 or done:
-                checkpoint_now(step + 1)
-            if last_eval is not None and last_eval["step"] == step + 1 and reached(cfg, last_eval):
+                loop_start, last_log_step = time.perf_counter(), step
+                updates_at_log, seconds_at_log = core.updates, core.update_seconds
+            if step % cfg.checkpoint_every == 0 or done:
+                checkpoint_now(step)
+            if last_eval is not None and last_eval["step"] == step and reached(cfg, last_eval):
                 console.print("reached the stop criterion: stopping early")
-                if not done and (step + 1) % cfg.checkpoint_every:
-                    checkpoint_now(step + 1)
+                if not done and step % cfg.checkpoint_every:
+                    checkpoint_now(step)
                 break
     except KeyboardInterrupt:
         # Keep what this run learned: the agent and every stored transition up to this step.
-        checkpoint_now(stored_steps)
+        checkpoint_now(core.received)
         console.print(
-            f"[yellow]interrupted[/] at step {stored_steps}: checkpoint written, --resume goes on"
+            f"[yellow]interrupted[/] at step {core.received}: checkpoint written, --resume goes on"
         )
-        env.close()
-        eval_env.close()
         raise
 
-    summary = {"run_dir": str(run_dir), "episodes": episodes, "final_eval": last_eval}
+    summary = {"run_dir": str(run_dir), "episodes": loop.episodes, "final_eval": last_eval}
     if relabeler is not None:
         summary["reward_relabel"] = relabeler.counts()
     logger.finish(summary)
-    env.close()
-    eval_env.close()
     console.print(f"[bold]done[/]: curves {run_dir / 'curves.png'}")
     console.print(json.dumps(summary))
     return summary
+
+
+def load_demonstrations(cfg: TrainConfig, demo_buffer, console: Console) -> None:
+    """Recorded (MCAP) or scripted demonstrations into an empty demo buffer."""
+    if len(demo_buffer):
+        return  # a resumed run has its demonstrations back
+    if cfg.demo_path:
+        from robot_rl.data.mcap_demos import load_demos
+
+        _, counts = load_demos(cfg.demo_path, demo_buffer)
+        console.print(
+            f"demos: {counts['episodes']} recorded episodes ({counts['transitions']} "
+            f"transitions) from {cfg.demo_path}"
+        )
+    elif cfg.demos:
+        from robot_rl.sim import make_expert
+
+        demo_env = cfg.make_env(cfg.seed + 20_000)
+        try:
+            counts = collect_demos(
+                demo_env, make_expert(demo_env.task), demo_buffer, cfg.demos, cfg.seed + 20_000
+            )
+        finally:
+            demo_env.close()
+        console.print(
+            f"demos: {counts['episodes']} successful expert episodes "
+            f"({counts['attempts']} attempts, {counts['transitions']} transitions)"
+        )

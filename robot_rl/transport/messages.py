@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from robot_rl.data.transition import Transition
 from robot_rl.transport.wire import WireError, decode, encode
 
 PROTOCOL_VERSION = 2
@@ -137,24 +138,16 @@ def check_episode(episode: Any, value_bound: float = DEFAULT_VALUE_BOUND) -> dic
 # --------------------------------------------------------------------------- transitions
 
 
-def encode_transition(
-    obs: Mapping[str, np.ndarray],
-    action: np.ndarray,
-    reward: float,
-    terminated: bool,
-    truncated: bool,
-    next_obs: Mapping[str, np.ndarray],
-    intervened: bool = False,
-) -> bytes:
+def encode_transition(t: Transition) -> bytes:
     return encode(
         {
-            "obs": {k: np.asarray(v) for k, v in obs.items()},
-            "next_obs": {k: np.asarray(v) for k, v in next_obs.items()},
-            "action": np.asarray(action, np.float32),
-            "reward": float(reward),
-            "terminated": bool(terminated),
-            "truncated": bool(truncated),
-            "intervened": bool(intervened),
+            "obs": {k: np.asarray(v) for k, v in t.obs.items()},
+            "next_obs": {k: np.asarray(v) for k, v in t.next_obs.items()},
+            "action": np.asarray(t.action, np.float32),
+            "reward": float(t.reward),
+            "terminated": bool(t.terminated),
+            "truncated": bool(t.truncated),
+            "intervened": bool(t.intervened),
         }
     )
 
@@ -221,9 +214,9 @@ def decode_transition(
     observation_space: gym.spaces.Dict,
     action_space: gym.spaces.Box,
     value_bound: float = DEFAULT_VALUE_BOUND,
-) -> dict:
-    """A transition dict that fits the spaces exactly and is stored as it is, or WireError
-    saying what does not."""
+) -> Transition:
+    """A transition that fits the spaces exactly and is stored as it is, or WireError saying
+    what does not."""
     if not isinstance(frame, bytes):
         raise WireError(f"a transition is an encoded frame, got {type(frame).__name__}")
     message = decode(frame)
@@ -242,7 +235,15 @@ def decode_transition(
         raise WireError(f"action must be float32{list(action_space.shape)}")
     if not np.all(np.isfinite(action)) or np.any(np.abs(action) > 1.0 + 1e-6):
         raise WireError(f"action must be finite and within [-1, 1], got {action}")
-    message["reward"] = stored_reward(message["reward"], value_bound)
+    reward = stored_reward(message["reward"], value_bound)
     for flag in ("terminated", "truncated", "intervened"):
         require(message, flag, bool)
-    return message
+    return Transition(
+        message["obs"],
+        action,
+        reward,
+        message["terminated"],
+        message["truncated"],
+        message["next_obs"],
+        message["intervened"],
+    )
