@@ -126,7 +126,7 @@ def record_episode(env, source, rng: np.random.Generator, seed: int, rate=None):
     """One episode from ``source``; returns (DemoEpisode, success). ``rate``: a
     ``robot_rl.runtime.rate.Rate`` that paces the steps (a person at the controls)."""
     from robot_rl.data.mcap_demos import DemoEpisode
-    from robot_rl.runtime.demos import applied_action
+    from robot_rl.data.transition import applied_action
     from robot_rl.runtime.evaluation import episode_success
 
     def device_reading() -> dict:

@@ -5,12 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from robot_rl.data.replay import ReplayBuffer
+from robot_rl.data.transition import from_step
 from robot_rl.runtime.evaluation import episode_success
-
-
-def applied_action(info: dict, proposed: np.ndarray) -> np.ndarray:
-    """The action the robot actually executed (after safety clipping), else the proposal."""
-    return np.asarray(info.get("applied_action", proposed), np.float32)
 
 
 def collect_demos(
@@ -41,17 +37,16 @@ def collect_demos(
         success = False
         while True:
             action = np.asarray(expert.act(env.reading), np.float32)
-            next_obs, reward, terminated, truncated, info = env.step(action)
-            episode.append(
-                (obs, applied_action(info, action), reward, terminated, truncated, next_obs)
-            )
-            success = success or episode_success(info)
-            obs = next_obs
-            if terminated or truncated:
+            result = env.step(action)
+            transition = from_step(obs, action, result)
+            episode.append(transition)
+            success = success or episode_success(result[4])
+            obs = transition.next_obs
+            if transition.terminated or transition.truncated:
                 break
         if success:
             for transition in episode:
-                buffer.add(*transition)
+                buffer.add(*transition.replay_args())
             stored += 1
             transitions += len(episode)
     return {"episodes": stored, "attempts": attempts, "transitions": transitions}

@@ -96,7 +96,7 @@ class LearningCore:
         self.start_steps, self.demo_fraction = start_steps, demo_fraction
         self.parallel = None
         self.received = self.updates = 0
-        self.update_seconds = 0.0
+        self.update_seconds = self.sample_seconds = 0.0
         self._sampler: MixedSampler | None = None
 
     @classmethod
@@ -140,9 +140,11 @@ class LearningCore:
     def update(self, n: int, wait: bool = True) -> dict:
         """``n`` critic updates in one compiled call. ``wait``: return once they have finished
         (JAX dispatches asynchronously), so that ``update_seconds`` counts work, not
-        dispatches; the learner process leaves it to its progress line to wait."""
+        dispatches; the learner process leaves it to its progress line to wait.
+        ``update_seconds`` includes the sampling, ``sample_seconds`` is that share."""
         t0 = time.perf_counter()
         batch = self.sampler.sample(self.rng, self.batch_size, num_minibatches=n)
+        self.sample_seconds += time.perf_counter() - t0
         self.agent, info = self.agent.update(batch, utd_ratio=n, parallel=self.parallel)
         if wait:
             info = jax.block_until_ready(info)

@@ -267,7 +267,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
     loop.reset(seed=cfg.seed + start_step)
     # each call runs utd_ratio * update_every critic updates in one compiled scan
     chunk = cfg.utd_ratio * cfg.update_every
-    last_eval, update_info = None, {}
+    last_eval, update_info, eval_seconds, run_start = None, {}, 0.0, time.perf_counter()
     loop_start, last_log_step, updates_at_log, seconds_at_log = (
         time.perf_counter(), start_step, core.updates, core.update_seconds
     )  # fmt: skip
@@ -289,11 +289,13 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
 
             done = step == cfg.total_steps
             if step % cfg.eval_every == 0 or done:
+                eval_start = time.perf_counter()
                 result = evaluate(
                     core.agent.eval_actions, eval_env, cfg.eval_episodes, cfg.seed + 1
                 )
                 last_eval = {"step": step, **result.as_dict()}
                 logger.evaluation(step, result.as_dict())
+                eval_seconds += time.perf_counter() - eval_start
                 console.print(
                     f"  eval @ {step}: return {result.return_mean:.1f}"
                     f" +- {result.return_std:.1f}, success {result.success_rate:.0%}"
@@ -331,7 +333,20 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         )
         raise
 
-    summary = {"run_dir": str(run_dir), "episodes": loop.episodes, "final_eval": last_eval}
+    summary = {
+        "run_dir": str(run_dir),
+        "episodes": loop.episodes,
+        "final_eval": last_eval,
+        "updates": core.updates,
+        # where the loop's time went: updates (sampling included), evaluation, the rest
+        # (acting, env steps, storing, logging, checkpoints)
+        "seconds": {
+            "loop": round(time.perf_counter() - run_start, 2),
+            "updates": round(core.update_seconds, 2),
+            "sampling": round(core.sample_seconds, 2),
+            "evaluation": round(eval_seconds, 2),
+        },
+    }
     if relabeler is not None:
         summary["reward_relabel"] = relabeler.counts()
     logger.finish(summary)
