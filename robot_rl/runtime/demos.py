@@ -31,7 +31,7 @@ def collect_demos(
                 f"the scripted expert succeeded in only {stored} of {attempts} attempts"
             )
         attempts += 1
-        obs, info = env.reset(seed=seed + attempts)
+        obs, _ = env.reset(seed=seed + attempts)
         expert.reset(rng)
         episode = []
         success = False
