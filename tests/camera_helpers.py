@@ -4,8 +4,9 @@ together in a context of their own (discovery on this host, this run's domain: c
 from __future__ import annotations
 
 import threading
-import time
 from collections import defaultdict
+
+from process_helpers import wait_for
 
 
 def image_pixels(msg):
@@ -21,12 +22,7 @@ def stamp_seconds(msg) -> float:
 
 def wait_until(predicate, timeout: float = 60.0, what: str = "condition") -> None:
     """Poll ``predicate`` until it holds; generous bounds, the machine may be loaded."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    wait_for(predicate, timeout, what, interval=0.05)
 
 
 class CameraHarness:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from process_helpers import Processes
+from process_helpers import Processes, alive_pids, wait_for
 from ros_helpers import Spinner
 
 pytest.importorskip("rclpy")
@@ -119,16 +119,7 @@ class StackProbe:
 
 
 def wait_until(condition, timeout: float, what: str, proc=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        if proc is not None and proc.popen.poll() is not None:
-            raise AssertionError(
-                f"{what}: robot-rl up exited ({proc.popen.returncode}):\n{proc.tail()}"
-            )
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}" + (f":\n{proc.tail()}" if proc else ""))
+    wait_for(condition, timeout, what, interval=0.1, proc=proc)
 
 
 @pytest.fixture(scope="module")
@@ -277,19 +268,11 @@ def test_children_end_when_up_is_killed(procs, tmp_path):
     os.kill(up.popen.pid, signal.SIGKILL)  # up alone, not its process group
     up.popen.wait(10)
     wait_until(
-        lambda: not any(_running(pid) for pid in pids.values()),
+        lambda: not alive_pids(pids.values()),
         90,
         f"up's children {pids} to end after up was killed",
     )
     assert "checkpoint written" in _log(run_dir, "learner")
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"  # a zombie has ended; only its entry is left
-    except FileNotFoundError:
-        return False
 
 
 CAR_TWIN_CELL = """\

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import socket
-import time
 
 import gymnasium as gym
 import numpy as np
+from process_helpers import wait_for
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
 from robot_rl.transport.client import TransportClient
@@ -14,6 +14,16 @@ from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import encode_transition
 from robot_rl.transport.outbox import Outbox
 from robot_rl.transport.server import TransportServer
+
+__all__ = [
+    "drain",
+    "free_endpoint",
+    "hello",
+    "make_client",
+    "make_server",
+    "transition",
+    "wait_for",
+]
 
 OBS_SPACE = gym.spaces.Dict(
     {
@@ -72,12 +82,3 @@ def drain(server: TransportServer) -> list[tuple[str, int, dict]]:
         batch = server.received.get_nowait()
         out.extend((batch.actor, batch.first_seq + k, t) for k, t in enumerate(batch.transitions))
     return out
-
-
-def wait_for(condition, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
