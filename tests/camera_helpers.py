@@ -25,6 +25,26 @@ def wait_until(predicate, timeout: float = 60.0, what: str = "condition") -> Non
     wait_for(predicate, timeout, what, interval=0.05)
 
 
+def node_factory(node_class, values: dict, autostart: bool, **kwargs):
+    """A ``CameraHarness`` node factory: ``node_class`` in the harness's context and namespace,
+    ``values`` as its parameters, started (and checked to be active) when ``autostart``."""
+
+    def make(context, namespace):
+        from rclpy.parameter import Parameter
+
+        node = node_class(
+            context=context,
+            namespace=namespace,
+            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
+            **kwargs,
+        )
+        if autostart:
+            assert node.start(), "the node did not reach active"
+        return node
+
+    return make
+
+
 class CameraHarness:
     """Spins a camera node and a probe subscribed to its topics; ``close`` tears both down."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from camera_helpers import CameraHarness, image_pixels, stamp_seconds, wait_until
+from camera_helpers import CameraHarness, image_pixels, node_factory, stamp_seconds, wait_until
 from process_helpers import Proc, node_command
 
 cv2 = pytest.importorskip("cv2")
@@ -40,8 +40,6 @@ def video(tmp_path_factory):
 
 
 def _node_factory(source: str, autostart: bool = True, **params):
-    from rclpy.parameter import Parameter
-
     from robot_rl.drivers.cameras.opencv_camera import OpenCVCameraNode
 
     values = {
@@ -57,17 +55,7 @@ def _node_factory(source: str, autostart: bool = True, **params):
         **params,
     }
 
-    def make(context, namespace):
-        node = OpenCVCameraNode(
-            context=context,
-            namespace=namespace,
-            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
-        )
-        if autostart:
-            assert node.start(), "the node did not reach active"
-        return node
-
-    return make
+    return node_factory(OpenCVCameraNode, values, autostart)
 
 
 def _marker(msg) -> int:

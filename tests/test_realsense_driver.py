@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("pyrealsense2")
 pytest.importorskip("rclpy")
 
-from camera_helpers import image_pixels, stamp_seconds, wait_until
+from camera_helpers import image_pixels, node_factory, stamp_seconds, wait_until
 from process_helpers import Proc, node_command
 
 from robot_rl.drivers.cameras.image_pipeline import Intrinsics
@@ -90,8 +90,6 @@ def _software_camera(depth: bool = False):
 
 
 def _node_factory(devices, depth: bool = False, autostart: bool = True, **params):
-    from rclpy.parameter import Parameter
-
     from robot_rl.drivers.cameras.realsense import RealSenseNode
 
     values = {
@@ -108,18 +106,7 @@ def _node_factory(devices, depth: bool = False, autostart: bool = True, **params
         **params,
     }
 
-    def make(context, namespace):
-        node = RealSenseNode(
-            devices=devices,
-            context=context,
-            namespace=namespace,
-            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
-        )
-        if autostart:
-            assert node.start(), "the node did not reach active"
-        return node
-
-    return make
+    return node_factory(RealSenseNode, values, autostart, devices=devices)
 
 
 def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(harness_factory):
