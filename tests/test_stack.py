@@ -15,10 +15,8 @@ import json
 import os
 import re
 import signal
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -291,15 +289,12 @@ nodes:
     ("{speedup: -1.0}", "exited (2) before it was active",
      "parameter 'speedup' = -1.0 must be > 0"),
 ], ids=["configure-fails", "bad-parameter"])  # fmt: skip
-def test_up_robot_names_a_driver_that_does_not_become_active(
-    parameters, state, reason, monkeypatch, tmp_path
-):
+def test_up_robot_names_a_driver_that_does_not_become_active(parameters, state, reason, tmp_path):
     """The car twin as the hardware file's driver: a lifecycle node whose configure fails stays
     'unconfigured' (its get_state says so), one with a bad parameter exits; up names the
     device and the node's own error line, starts neither actor nor learner, and exits 1."""
     from process_helpers import run_cli
 
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     cell = tmp_path / "cell.yaml"
     cell.write_text(CAR_TWIN_CELL.replace("{PARAMETERS}", parameters))
     run_dir = tmp_path / "run"
@@ -325,8 +320,7 @@ def test_up_robot_names_a_driver_that_does_not_become_active(
     assert set(_pids(run_dir)) == {"car_driver"}  # the actor and the learner never started
 
 
-def test_up_robot_starts_the_actor_once_the_driver_is_active(monkeypatch, procs, tmp_path):
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+def test_up_robot_starts_the_actor_once_the_driver_is_active(procs, tmp_path):
     cell = tmp_path / "cell.yaml"
     cell.write_text(CAR_TWIN_CELL.replace("{PARAMETERS}", "{task: car_lap}"))
     run_dir = tmp_path / "run"
