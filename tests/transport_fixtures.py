@@ -6,12 +6,14 @@ import socket
 
 import gymnasium as gym
 import numpy as np
+import zmq
 from process_helpers import wait_for
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.transport import wire
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.ingest_log import IngestLog
-from robot_rl.transport.messages import encode_transition
+from robot_rl.transport.messages import PROTOCOL_VERSION, encode_transition
 from robot_rl.transport.outbox import Outbox
 from robot_rl.transport.server import TransportServer
 
@@ -46,6 +48,18 @@ def hello(task: str = "toy", observation_space=OBS_SPACE, action_space=ACT_SPACE
         "observation_space": dict_space_to_json(observation_space),
         "action_space": box_to_json(action_space),
     }
+
+
+def welcomed_dealer(endpoint: str, actor: str = "a"):
+    """A raw ZeroMQ DEALER that said hello as ``actor`` and was welcomed: a test's hand-made
+    messages go through it, as an actor's would."""
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.connect(endpoint)
+    message = {"kind": "hello", "protocol": PROTOCOL_VERSION, "actor": actor, "acked": 0}
+    dealer.send(wire.encode({**message, **hello()}))
+    assert wire.decode(dealer.recv())["kind"] == "welcome"
+    return dealer
 
 
 def make_server(endpoint: str, log_dir, **kwargs) -> TransportServer:
