@@ -215,7 +215,7 @@ def main() -> None:
             120.0,
             "the driver to become active",
         )
-        cpu_start = {"driver": cpu_seconds(driver.popen.pid), "peer": cpu_seconds(peer.popen.pid)}
+        cpu_start = {"driver": cpu_seconds(driver.popen.pid), "peer": cpu_seconds(peer.proc.pid)}
         wall_start, sim_start = time.monotonic(), peer.status()["sim_time"]
         measure_rates(arm, 3.0 if args.quick else 10.0)
         measure_latency(arm, repeats)
@@ -231,7 +231,7 @@ def main() -> None:
             figure="cpu_percent_of_one_core",
             seconds=round(elapsed, 1),
             driver=round(100 * (cpu_seconds(driver.popen.pid) - cpu_start["driver"]) / elapsed, 1),
-            peer=round(100 * (cpu_seconds(peer.popen.pid) - cpu_start["peer"]) / elapsed, 1),
+            peer=round(100 * (cpu_seconds(peer.proc.pid) - cpu_start["peer"]) / elapsed, 1),
             cores=os.cpu_count(),
             load_average_1min=round(os.getloadavg()[0], 2),
         )

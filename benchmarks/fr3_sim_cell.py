@@ -54,8 +54,9 @@ def main() -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     from diagnostic_msgs.msg import DiagnosticArray
     from franka_harness import ArmClient, loopback_host, wait_for
+    from process_helpers import CellProcesses
     from sensor_msgs.msg import Image
-    from test_fr3_sim_cell import CellProcesses, cell_hardware
+    from test_fr3_sim_cell import cell_hardware
 
     from robot_rl.ros.convert import from_stamp
 
@@ -96,7 +97,7 @@ def main() -> None:
             300.0,
             "the Franka node to become active",
         )
-        pids = {name: popen.pid for name, (popen, _) in processes.children.items()}
+        pids = {name: proc.pid for name, proc in processes.started.items()}
 
         def window(label: str, moving: bool) -> None:
             steps0, cpu0 = int(world.get("steps", 0)), {n: tree_cpu(p) for n, p in pids.items()}

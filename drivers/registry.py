@@ -13,8 +13,6 @@ import importlib
 from dataclasses import dataclass, fields
 from types import ModuleType
 
-DEVICE_KINDS = ("arm", "camera", "teleop", "car")
-
 
 @dataclass(frozen=True)
 class DeviceType:

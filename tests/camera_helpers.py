@@ -4,8 +4,9 @@ together in a context of their own (discovery on this host, this run's domain: c
 from __future__ import annotations
 
 import threading
-import time
 from collections import defaultdict
+
+from process_helpers import wait_for
 
 
 def image_pixels(msg):
@@ -21,12 +22,27 @@ def stamp_seconds(msg) -> float:
 
 def wait_until(predicate, timeout: float = 60.0, what: str = "condition") -> None:
     """Poll ``predicate`` until it holds; generous bounds, the machine may be loaded."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    wait_for(predicate, timeout, what, interval=0.05)
+
+
+def node_factory(node_class, values: dict, autostart: bool, **kwargs):
+    """A ``CameraHarness`` node factory: ``node_class`` in the harness's context and namespace,
+    ``values`` as its parameters, started (and checked to be active) when ``autostart``."""
+
+    def make(context, namespace):
+        from rclpy.parameter import Parameter
+
+        node = node_class(
+            context=context,
+            namespace=namespace,
+            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
+            **kwargs,
+        )
+        if autostart:
+            assert node.start(), "the node did not reach active"
+        return node
+
+    return make
 
 
 class CameraHarness:

@@ -7,18 +7,18 @@ Everything stays on loopback: the peer serves on a 127.x address of this run's o
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
-import signal
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
+from process_helpers import Proc, node_command, wait_for
+
+__all__ = ["ArmClient", "Driver", "Peer", "loopback_host", "wait_for"]
 
 PEER_SCRIPT = Path(__file__).with_name("franky_sim_peer.py")
 DOWN = np.array([0.0, 1.0, 0.0, 0.0])  # w-x-y-z, the tool pointing down
@@ -30,42 +30,25 @@ def loopback_host(last: int = 1) -> str:
     return f"127.13.{os.getpid() % 250 + 1}.{last}"
 
 
-def wait_for(condition, timeout: float, what: str, interval: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 class Peer:
     """franky-sim on ``host`` as a child process; ``status()`` and ``reflex()`` ask it."""
 
     def __init__(self, host: str, log: Path):
         self.host, self.log = host, log
-        self.popen: subprocess.Popen | None = None
+        self.proc: Proc | None = None
         self._lines: queue.Queue[str] = queue.Queue()
 
     def start(self, timeout: float = 120.0) -> None:
         self._lines = queue.Queue()
-        stderr = open(self.log, "a")  # noqa: SIM115 (the child owns it)
-        self.popen = subprocess.Popen(
-            [sys.executable, str(PEER_SCRIPT), "--host", self.host],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            start_new_session=True,
-        )
-        threading.Thread(target=self._read, args=(self.popen, self._lines), daemon=True).start()
+        command = [sys.executable, str(PEER_SCRIPT), "--host", self.host]
+        self.proc = Proc(command, self.log, pipes=True)
+        threading.Thread(target=self._read, args=(self.proc, self._lines), daemon=True).start()
         line = self._next(timeout, "franky-sim to listen")
         assert line.startswith("ready"), line
 
     @staticmethod
-    def _read(popen, lines) -> None:
-        for line in popen.stdout:
+    def _read(proc: Proc, lines) -> None:
+        for line in proc.popen.stdout:
             lines.put(line.strip())
 
     def _next(self, timeout: float, what: str) -> str:
@@ -78,8 +61,8 @@ class Peer:
             ) from None
 
     def _ask(self, request: str, timeout: float = 30.0) -> dict:
-        self.popen.stdin.write(request + "\n")
-        self.popen.stdin.flush()
+        self.proc.popen.stdin.write(request + "\n")
+        self.proc.popen.stdin.flush()
         return json.loads(self._next(timeout, request))
 
     def status(self) -> dict:
@@ -89,45 +72,24 @@ class Peer:
         return self._ask("reflex")
 
     def kill(self) -> None:
-        if self.popen is not None and self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait(10)
-        self.popen = None
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.finish()
+        self.proc = None
 
 
-class Driver:
+class Driver(Proc):
     """The Franka node as a process (``python -m robot_rl.drivers.arms.franka``)."""
 
     def __init__(self, log: Path, namespace: str = "/arm", **params):
-        self.log = log
-        args = ["--ros-args", "-r", f"__ns:={namespace}"]
-        for name, value in params.items():
-            text = json.dumps(value) if isinstance(value, (list, tuple, bool)) else str(value)
-            args += ["-p", f"{name}:={text}"]
-        self._file = open(log, "w")  # noqa: SIM115 (closed in stop)
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "robot_rl.drivers.arms.franka", *args],
-            stdout=self._file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            start_new_session=True,
-        )
+        values = {
+            name: json.dumps(value) if isinstance(value, (list, tuple, bool)) else str(value)
+            for name, value in params.items()
+        }
+        super().__init__(node_command("robot_rl.drivers.arms.franka", namespace, **values), log)
 
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGINT)
-            try:
-                self.popen.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait(10)
-        self._file.close()
+    def stop(self) -> int:
+        return super().stop(grace=15.0)
 
 
 class ArmClient:

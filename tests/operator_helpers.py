@@ -4,17 +4,10 @@ and publishes it at a device's steady rate, and bounded waits."""
 from __future__ import annotations
 
 import threading
-import time
 
+from process_helpers import wait_for
 
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+__all__ = ["JoyDevice", "wait_for"]
 
 
 class JoyDevice:

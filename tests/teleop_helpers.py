@@ -5,14 +5,16 @@ real consumer of its topics (``RosTeleopSource``, as the actor uses it) and by a
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from process_helpers import Proc
 from rclpy.context import Context
 from ros_helpers import Spinner
 
@@ -134,25 +136,14 @@ def console_script(name: str, module: str) -> list[str]:
 
 def run_until(args: list[str], text: str, timeout: float = 60.0) -> str:
     """Start a node process, wait until its output shows ``text`` (or it exits), stop it."""
-    child = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline and child.poll() is None:
-            if text in "".join(lines):
-                break
-            time.sleep(0.1)
-    finally:
-        if child.poll() is None:
-            child.terminate()
+    with tempfile.TemporaryDirectory() as directory:
+        child = Proc(args, Path(directory) / "node.log")
         try:
-            child.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        reader.join(timeout=5)
-    return "".join(lines)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and child.alive():
+                if text in child.output():
+                    break
+                time.sleep(0.1)
+        finally:
+            child.stop()
+        return child.output()

@@ -10,12 +10,8 @@ and Ctrl-C leaves no process behind. Waits are long and bounded; speeds are neve
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -24,8 +20,8 @@ pytest.importorskip("mujoco")
 pytest.importorskip("rclpy")
 pytest.importorskip("serial")
 
-from franka_harness import wait_for
-from test_fr3_sim_cell import CellProcesses, Watcher
+from process_helpers import UP_ROBOT_TINY, CellProcesses, UpStack, wait_for
+from ros_helpers import Diagnostics, Watcher
 
 HARDWARE = Path(__file__).parents[1] / "hardware" / "car_sim.yaml"
 DEFAULT_PORT = "/tmp/robot_rl_car_sim/vesc"
@@ -39,25 +35,11 @@ def car_hardware(directory: Path) -> Path:
     return path
 
 
-class Diagnostics:
-    def __init__(self, node):
-        from diagnostic_msgs.msg import DiagnosticArray
-
-        self.status: dict[str, dict[str, str]] = {}
-        node.create_subscription(DiagnosticArray, "/diagnostics", self._on, 50)
-
-    def _on(self, msg) -> None:
-        for status in msg.status:
-            self.status[status.name] = {
-                **{kv.key: kv.value for kv in status.values},
-                "message": status.message,
-            }
-
-    def get(self, name: str) -> dict[str, str]:
-        return dict(self.status.get(name, {}))
-
-
-def test_the_vesc_node_drives_the_car_twin_through_the_protocol(tmp_path):
+@pytest.fixture(scope="class")
+def car_cell(tmp_path_factory):
+    """The cell's nodes (the car twin behind the VESC peer, the VESC node, the camera) for one
+    class, with a watcher on the car's topics and the twin's true state, and a cmd_vel
+    publisher. Its processes' exit codes are checked by the class's last test."""
     from geometry_msgs.msg import Twist
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import Image, Imu
@@ -65,6 +47,7 @@ def test_the_vesc_node_drives_the_car_twin_through_the_protocol(tmp_path):
 
     from robot_rl.ros.qos import command_qos, state_qos
 
+    tmp_path = tmp_path_factory.mktemp("car_cell")
     processes = CellProcesses(car_hardware(tmp_path), tmp_path)
     watcher = Watcher({"/car/odom": Odometry, "/car/imu": Imu, "/front_cam/image_raw": Image})
     state = []
@@ -73,6 +56,9 @@ def test_the_vesc_node_drives_the_car_twin_through_the_protocol(tmp_path):
     )
     diagnostics = Diagnostics(watcher.node)
     cmd = watcher.node.create_publisher(Twist, "/car/cmd_vel", command_qos())
+    cell = SimpleNamespace(
+        processes=processes, watcher=watcher, state=state, diagnostics=diagnostics, cmd=cmd
+    )
     try:
         wait_for(
             lambda: diagnostics.get("/car/vesc").get("motion_enabled") == "True",
@@ -80,176 +66,140 @@ def test_the_vesc_node_drives_the_car_twin_through_the_protocol(tmp_path):
             "the cell to bring the VESC node up",
         )
         wait_for(lambda: watcher.get("/car/odom") and state, 60.0, "odom and the world state")
-        odom = watcher.get("/car/odom").pose.pose.position
+        yield cell
+    finally:
+        watcher.close()
+        cell.codes = processes.stop()
+        for name in cell.codes:
+            print(name, processes.output(name)[-1500:])
+
+
+def drive_a_metre(cell) -> None:
+    """Straight ahead at 1 m/s until the twin has moved a metre from the start."""
+    from geometry_msgs.msg import Twist
+
+    msg = Twist()
+    msg.linear.x = 1.0
+
+    def moved() -> bool:
+        cell.cmd.publish(msg)
+        return cell.state[-1][1] > START[0] + 1.0
+
+    wait_for(moved, 120.0, "the twin to drive a metre", interval=0.1)
+
+
+class TestTheVescNodeDrivesTheCarTwinThroughTheProtocol:
+    """In this order: at rest, driven a metre, stopped by the watchdog."""
+
+    def test_at_rest_odometry_starts_at_the_start_and_the_imu_feels_gravity(self, car_cell):
+        odom = car_cell.watcher.get("/car/odom").pose.pose.position
         assert (odom.x, odom.y) == pytest.approx(tuple(START), abs=0.02)
-        imu = watcher.get("/car/imu")
+        imu = car_cell.watcher.get("/car/imu")
         assert imu.linear_acceleration.z == pytest.approx(9.81, abs=0.5)  # the twin at rest
-        # drive straight ahead at 1 m/s until the twin has moved a metre
-        msg = Twist()
-        msg.linear.x = 1.0
 
-        def moved() -> bool:
-            cmd.publish(msg)
-            return state[-1][1] > START[0] + 1.0
-
-        wait_for(moved, 120.0, "the twin to drive a metre", interval=0.1)
-        truth = state[-1][1:3]
-        odom = watcher.get("/car/odom")
+    def test_cmd_vel_drives_the_twin_and_the_odometry_agrees(self, car_cell):
+        drive_a_metre(car_cell)
+        truth = car_cell.state[-1][1:3]
+        odom = car_cell.watcher.get("/car/odom")
         position = np.array([odom.pose.pose.position.x, odom.pose.pose.position.y])
         print("truth", truth, "odometry", position, "speed", odom.twist.twist.linear.x)
         assert np.linalg.norm(position - truth) < 0.15  # wheel odometry on a straight line
         assert odom.twist.twist.linear.x > 0.3
-        # the camera renders the car's world
-        wait_for(lambda: watcher.get("/front_cam/image_raw"), 120.0, "a camera frame")
-        image = watcher.get("/front_cam/image_raw")
+
+    def test_the_camera_renders_the_cars_world(self, car_cell):
+        wait_for(lambda: car_cell.watcher.get("/front_cam/image_raw"), 120.0, "a camera frame")
+        image = car_cell.watcher.get("/front_cam/image_raw")
         assert (image.width, image.height, image.encoding) == (64, 64, "rgb8")
         assert np.frombuffer(bytes(image.data), np.uint8).std() > 1.0  # not a blank frame
-        # cmd_vel stops: the VESC node's watchdog stops the car
+
+    def test_the_vesc_nodes_watchdog_stops_the_car_when_cmd_vel_stops(self, car_cell):
+        if car_cell.state[-1][1] <= START[0] + 1.0:  # run alone: drive first
+            drive_a_metre(car_cell)
         wait_for(
-            lambda: abs(watcher.get("/car/odom").twist.twist.linear.x) < 0.05,
+            lambda: abs(car_cell.watcher.get("/car/odom").twist.twist.linear.x) < 0.05,
             60.0,
             "the watchdog to stop the twin",
         )
-        cell = diagnostics.get("/sim/car_cell")
+        cell = car_cell.diagnostics.get("/sim/car_cell")
         assert int(cell.get("vesc_requests", 0)) > 10, cell
-    finally:
-        watcher.close()
-        codes = processes.stop()
-        for name in codes:
-            print(name, processes.output(name)[-1500:])
-    assert all(code in (0, -2, 130) for code in codes.values()), codes
+
+    def test_the_cells_processes_stop_cleanly(self, car_cell):
+        car_cell.watcher.close()
+        car_cell.codes = codes = car_cell.processes.stop()
+        assert all(code in (0, -2, 130) for code in codes.values()), codes
 
 
-def test_up_robot_runs_car_lap_on_the_simulated_car_cell(tmp_path):
-    import psutil
+UP_ARGS = ["--task", "car_lap", "--cameras", "front", "--image-size", "64", *UP_ROBOT_TINY]
 
+
+@pytest.fixture(scope="module")
+def up_car(tmp_path_factory):
+    """``up robot --hardware car_sim.yaml --task car_lap``, once for the module, until the
+    drivers are active and the actor started."""
     from robot_rl.ros.qos import sensor_qos  # noqa: F401  (rclpy is importable)
 
+    tmp_path = tmp_path_factory.mktemp("up_car_cell")
     hardware = car_hardware(tmp_path)
-    run_dir = tmp_path / "run"
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "COLUMNS": "250",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "robot_rl.cli",
-        "up",
-        "robot",
-        "--hardware",
-        str(hardware),
-        "--task",
-        "car_lap",
-        "--cameras",
-        "front",
-        "--image-size",
-        "64",
-        "--total-steps",
-        "100000",
-        "--start-steps",
-        "20",
-        "--batch-size",
-        "16",
-        "--utd-ratio",
-        "1",
-        "--agent.num-critics",
-        "2",
-        "--agent.hidden-dims",
-        "32",
-        "32",
-        "--eval-episodes",
-        "0",
-        "--ready-timeout",
-        "300",
-        "--grace",
-        "30",
-        "--run-dir",
-        str(run_dir),
-        "--log-every",
-        "2",
-    ]
-    log = tmp_path / "up.log"
-    with open(log, "w") as out:
-        up = subprocess.Popen(
-            command,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
+    up = UpStack(
+        ["robot", "--hardware", str(hardware), "--run-dir", str(tmp_path / "run"), *UP_ARGS],
+        tmp_path / "up.log",
+    )
     watcher = Watcher({})
     diagnostics = Diagnostics(watcher.node)
-    descendants: set[int] = set()
-
-    def alive() -> bool:
-        assert up.poll() is None, f"up exited ({up.returncode}):\n{log.read_text()[-3000:]}"
-        descendants.update(p.pid for p in psutil.Process(up.pid).children(recursive=True))
-        return True
-
     try:
-        wait_for(
+        up.wait_for(
             lambda: (
-                alive()
-                and "actor" in log.read_text(errors="replace")
+                "actor" in up.output()
                 and diagnostics.get("/car/vesc").get("motion_enabled") == "True"
             ),
             420.0,
             "the drivers to be active and the actor started",
         )
-        wait_for(
-            lambda: (
-                alive()
-                and diagnostics.get("/front_cam/front_camera").get("message") == "publishing frames"
-            ),
-            120.0,
-            "the camera's frames",
-        )
-        wait_for(
-            lambda: alive() and int(diagnostics.get("/actor").get("steps", 0)) > 10,
-            420.0,
-            "the actor to step",
-        )
-        steps = int(diagnostics.get("/actor")["steps"])
-        wait_for(
-            lambda: alive() and int(diagnostics.get("/actor").get("steps", 0)) > steps + 5,
-            180.0,
-            "the actor to keep stepping",
-        )
-        vesc = diagnostics.get("/car/vesc")
-        print(
-            "actor:",
-            diagnostics.get("/actor"),
-            "\nvesc:",
-            vesc,
-            "\ncell:",
-            diagnostics.get("/sim/car_cell"),
-        )
-        assert int(vesc["cycles"]) > 0 and vesc["estop"] == "False"
+        yield SimpleNamespace(up=up, diagnostics=diagnostics, directory=tmp_path)
     finally:
-        if up.poll() is None:
-            descendants.update(p.pid for p in psutil.Process(up.pid).children(recursive=True))
-            os.kill(up.pid, signal.SIGINT)
-        try:
-            code = up.wait(120)
-        except subprocess.TimeoutExpired:
-            os.killpg(up.pid, signal.SIGKILL)
-            code = None
+        up.ctrl_c()
         watcher.close()
-        text = log.read_text(errors="replace")
-        print(text[-4000:])
-        time.sleep(0.5)
-        left = [
-            p
-            for p in descendants
-            if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-        ]
-        for pid in left:
-            os.kill(pid, signal.SIGKILL)
+        print(up.output()[-4000:])
+
+
+def test_up_robot_publishes_the_car_cells_camera(up_car):
+    up_car.up.wait_for(
+        lambda: (
+            up_car.diagnostics.get("/front_cam/front_camera").get("message") == "publishing frames"
+        ),
+        120.0,
+        "the camera's frames",
+    )
+
+
+def test_up_robot_steps_the_car_lap_actor_on_the_cell(up_car):
+    diagnostics = up_car.diagnostics
+    up_car.up.wait_for(
+        lambda: int(diagnostics.get("/actor").get("steps", 0)) > 10, 420.0, "the actor to step"
+    )
+    steps = int(diagnostics.get("/actor")["steps"])
+    up_car.up.wait_for(
+        lambda: int(diagnostics.get("/actor").get("steps", 0)) > steps + 5,
+        180.0,
+        "the actor to keep stepping",
+    )
+    vesc = diagnostics.get("/car/vesc")
+    print(
+        "actor:",
+        diagnostics.get("/actor"),
+        "\nvesc:",
+        vesc,
+        "\ncell:",
+        diagnostics.get("/sim/car_cell"),
+    )
+    assert int(vesc["cycles"]) > 0 and vesc["estop"] == "False"
+
+
+def test_ctrl_c_stops_every_process_of_the_car_stack(up_car):
+    """Last in this module: nothing may be left, and the cell took its port away."""
+    code, left = up_car.up.ctrl_c()
+    text = up_car.up.output()
     assert code == 130, text[-3000:]
-    assert len(descendants) >= 5  # the cell's 3 nodes, the actor and the learner
+    assert len(up_car.up.descendants) >= 5  # the cell's 3 nodes, the actor and the learner
     assert left == [], f"processes left after Ctrl-C: {left}"
-    assert not (tmp_path / "vesc").exists()  # the cell took its port away
+    assert not (up_car.directory / "vesc").exists()  # the cell took its port away

@@ -3,74 +3,10 @@ no MuJoCo) and from a RobotEnv outside car_lap's own reset."""
 
 import numpy as np
 import pytest
+from fakes import FakeCar
 
 from robot_rl.envs.backend import CarBackend
 from robot_rl.resets.car_recovery import crashed, recover
-
-WALL_Y = 1.0
-"""The fake track's only wall: the line y = 1."""
-BODY = 0.15
-"""Distance from the car's centre to its bumper (m)."""
-
-
-class FakeCar:
-    """A kinematic bicycle on a floor with one wall, behind the CarBackend contract; a real car
-    as far as recovery can tell (``is_simulated`` False: nothing can be placed)."""
-
-    is_simulated = False
-    control_hz = 10.0
-    camera_names = ()
-
-    def __init__(self, x=0.0, y=0.0, yaw=0.0, flipped_periods=0):
-        self.pose = np.array([x, y, yaw], float)
-        self.speed = 0.0
-        self.command = (0.0, 0.0)
-        self.flipped_periods = flipped_periods  # a person rights the car after this many
-        self.commands = []
-        self.touching = False
-        self.impact = 0.0  # the IMU's peak deceleration (m/s^2) in the last period
-
-    def read(self):
-        return {
-            "pose": self.pose.copy(),
-            "odom_pose": self.pose.copy(),
-            "velocity": np.array([self.speed, 0.0, 0.0]),
-            "imu_accel": np.zeros(3),
-            "imu_accel_peak": np.array([-self.impact, 0.0, 9.81]),
-            "imu_gyro": np.zeros(3),
-            "collision": np.array([float(self.touching)]),
-            "flipped": np.array([float(self.flipped_periods > 0)]),
-        }
-
-    def send(self, command):
-        self.command = (float(command["speed"][0]), float(command["steering"][0]))
-        self.commands.append(self.command)
-
-    def advance(self):
-        dt = 1.0 / self.control_hz
-        if self.flipped_periods > 0:
-            self.flipped_periods -= 1
-            return
-        speed, steering = self.command
-        self.speed += np.clip(speed - self.speed, -0.5, 0.5)  # 5 m/s^2 at most
-        x, y, yaw = self.pose
-        yaw += self.speed / 0.26 * np.tan(steering) * dt
-        x += self.speed * np.cos(yaw) * dt
-        y += self.speed * np.sin(yaw) * dt
-        front = y + BODY * np.sin(yaw) * np.sign(self.speed or 1.0)
-        self.touching = front >= WALL_Y
-        self.impact = 0.0
-        if self.touching:  # the wall stops the car where it hits, within ~20 ms
-            y = min(y, WALL_Y - BODY * abs(np.sin(yaw)))
-            self.impact = abs(self.speed) / 0.02
-            self.speed = 0.0
-        self.pose = np.array([x, y, yaw])
-
-    def place_car(self, x, y, yaw):
-        raise AssertionError("a real car cannot be placed")
-
-    def close(self):
-        pass
 
 
 def drive_into_the_wall(car):

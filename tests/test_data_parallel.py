@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
+from process_helpers import Processes
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -109,27 +110,23 @@ def test_two_processes_on_loopback_update_as_one_device(tmp_path):
         "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
         "JAX_PLATFORMS": "cpu",
     }
-    hosts = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, str(i), str(tmp_path / f"{i}.npz")],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+    hosts = Processes(tmp_path)
+    for i in (0, 1):
+        command = [sys.executable, "-c", script, str(i), str(tmp_path / f"{i}.npz")]
+        hosts.command(f"host{i}", command, env=env)
+    try:
+        reference = subprocess.run(
+            [sys.executable, "-c", script, "-1", str(tmp_path / "ref.npz")],
+            env={**env, "XLA_FLAGS": ""},
+            capture_output=True,
             text=True,
+            timeout=900,
         )
-        for i in (0, 1)
-    ]
-    reference = subprocess.run(
-        [sys.executable, "-c", script, "-1", str(tmp_path / "ref.npz")],
-        env={**env, "XLA_FLAGS": ""},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert reference.returncode == 0, reference.stdout + reference.stderr
-    for host in hosts:
-        output, _ = host.communicate(timeout=900)
-        assert host.returncode == 0, output
+        assert reference.returncode == 0, reference.stdout + reference.stderr
+        for host in hosts.started.values():
+            assert host.wait_exit(900) == 0, host.output()
+    finally:
+        hosts.close()
     expected = np.load(tmp_path / "ref.npz")
     for i in (0, 1):
         got = np.load(tmp_path / f"{i}.npz")

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from process_helpers import SMALL_AGENT
+import pytest
+from process_helpers import SMALL_AGENT, Processes
 from transport_fixtures import free_endpoint
 
 from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
@@ -57,54 +58,103 @@ def _stored_sequences(run_dir) -> dict[str, list[int]]:
     }
 
 
-def test_crashes_and_restarts_lose_nothing_and_duplicate_nothing(procs, tmp_path):
-    endpoint = free_endpoint()
-    run_dir = tmp_path / "learner"
-    learner = _learner(procs, endpoint, run_dir)
-    learner.wait_for(lambda: "learner pick_cube on" in learner.output(), 180, "learner start")
-    actors = {
-        name: _actor(procs, endpoint, name, tmp_path / name, seed)
-        for seed, name in enumerate(("robot_a", "robot_b"))
-    }
-    learner.wait_for(
-        lambda: learner.last_int(r"transitions (\d+)") >= 120, 180, "learner receiving"
-    )
-    assert learner.last_int(r"actors (\d+)") == 2
+class Scenario:
+    """The scenario's phases, each run once and in order: a test that needs a later phase runs
+    the earlier ones first, so that one test's failure leaves the others their say."""
 
-    # (a) + (b): the learner dies; the actors go on, their outboxes grow.
-    learner.kill()
-    robot_b = actors["robot_b"]
-    steps_at_kill = robot_b.last_int(r"steps (\d+)")
-    robot_b.wait_for(
-        lambda: (
-            "NOT connected" in robot_b.output().split(f"steps {steps_at_kill} |")[-1]
-            and robot_b.last_int(r"unacknowledged (\d+)") >= 40
-        ),
-        120,
-        "robot_b to keep stepping with a growing outbox",
-    )
-    assert robot_b.last_int(r"steps (\d+)") > steps_at_kill
+    def __init__(self, procs, directory):
+        self.procs, self.directory = procs, directory
+        self.endpoint = free_endpoint()
+        self.run_dir = directory / "learner"
+        self.done: set[str] = set()
+        learner = self.learner = _learner(procs, self.endpoint, self.run_dir)
+        learner.wait_for(lambda: "learner pick_cube on" in learner.output(), 180, "learner start")
+        self.actors = {
+            name: _actor(procs, self.endpoint, name, directory / name, seed)
+            for seed, name in enumerate(("robot_a", "robot_b"))
+        }
+        learner.wait_for(
+            lambda: learner.last_int(r"transitions (\d+)") >= 120, 180, "learner receiving"
+        )
 
-    # (c): one actor dies mid-run and is restarted on the same outbox.
-    robot_a = actors["robot_a"]
-    robot_a.kill()
-    killed_at = robot_a.last_int(r"steps (\d+)")
-    restarted = _actor(procs, endpoint, "robot_a", tmp_path / "robot_a", 0)
-    restarted.wait_for(
-        lambda: restarted.last_int(r"outbox resumes at sequence (\d+)") >= killed_at,
-        120,
-        "the restarted actor to resume its numbering",
-    )
+    def _once(self, phase: str) -> bool:
+        first = phase not in self.done
+        self.done.add(phase)
+        return first
 
-    # The learner comes back and picks up where its checkpoint and ingest log left off.
-    resumed = _learner(procs, endpoint, run_dir, "--resume")
-    assert resumed.wait_exit(400) == 0, resumed.tail()
-    for proc in (restarted, robot_b):
-        assert proc.wait_exit(180) == 0, proc.tail()
-        summary = json.loads(proc.output().strip().splitlines()[-1])
-        assert summary["unacknowledged"] == 0
+    def kill_learner(self) -> None:
+        """(a) + (b): the learner dies; the actors go on, their outboxes grow."""
+        if self._once("kill_learner"):
+            self.learner.kill()
+            robot_b = self.actors["robot_b"]
+            self.steps_at_kill = robot_b.last_int(r"steps (\d+)")
+            robot_b.wait_for(
+                lambda: (
+                    "NOT connected" in robot_b.output().split(f"steps {self.steps_at_kill} |")[-1]
+                    and robot_b.last_int(r"unacknowledged (\d+)") >= 40
+                ),
+                120,
+                "robot_b to keep stepping with a growing outbox",
+            )
 
-    sequences = _stored_sequences(run_dir)
-    assert set(sequences) == {"robot_a", "robot_b"}
-    for actor, seqs in sequences.items():
-        assert seqs == list(range(STEPS_PER_ACTOR)), f"{actor}: lost or duplicated transitions"
+    def restart_robot_a(self) -> None:
+        """(c): one actor dies mid-run and is restarted on the same outbox."""
+        self.kill_learner()
+        if self._once("restart_robot_a"):
+            robot_a = self.actors["robot_a"]
+            robot_a.kill()
+            self.killed_at = robot_a.last_int(r"steps (\d+)")
+            self.restarted = _actor(
+                self.procs, self.endpoint, "robot_a", self.directory / "robot_a", 0
+            )
+
+    def resume_learner(self) -> None:
+        """The learner comes back and picks up where its checkpoint and ingest log left off."""
+        self.restart_robot_a()
+        if self._once("resume_learner"):
+            self.resumed = _learner(self.procs, self.endpoint, self.run_dir, "--resume")
+
+
+@pytest.fixture(scope="class")
+def scenario(tmp_path_factory):
+    procs = Processes(tmp_path_factory.mktemp("distributed"))
+    try:
+        yield Scenario(procs, procs.directory)
+    finally:
+        procs.close()
+
+
+class TestCrashesAndRestartsLoseNothingAndDuplicateNothing:
+    def test_one_learner_hears_both_actors(self, scenario):
+        assert scenario.learner.last_int(r"actors (\d+)") == 2
+
+    def test_an_actor_keeps_stepping_while_the_learner_is_down(self, scenario):
+        scenario.kill_learner()
+        robot_b = scenario.actors["robot_b"]
+        assert robot_b.last_int(r"steps (\d+)") > scenario.steps_at_kill
+
+    def test_a_restarted_actor_resumes_its_numbering_from_its_outbox(self, scenario):
+        scenario.restart_robot_a()
+        restarted = scenario.restarted
+        restarted.wait_for(
+            lambda: restarted.last_int(r"outbox resumes at sequence (\d+)") >= scenario.killed_at,
+            120,
+            "the restarted actor to resume its numbering",
+        )
+
+    def test_the_resumed_learner_and_the_actors_finish_with_everything_acknowledged(self, scenario):
+        scenario.resume_learner()
+        assert scenario.resumed.wait_exit(400) == 0, scenario.resumed.tail()
+        for proc in (scenario.restarted, scenario.actors["robot_b"]):
+            assert proc.wait_exit(180) == 0, proc.tail()
+            summary = json.loads(proc.output().strip().splitlines()[-1])
+            assert summary["unacknowledged"] == 0
+
+    def test_every_transition_is_stored_exactly_once(self, scenario):
+        scenario.resume_learner()
+        for proc in (scenario.resumed, scenario.restarted, scenario.actors["robot_b"]):
+            proc.wait_exit(400)
+        sequences = _stored_sequences(scenario.run_dir)
+        assert set(sequences) == {"robot_a", "robot_b"}
+        for actor, seqs in sequences.items():
+            assert seqs == list(range(STEPS_PER_ACTOR)), f"{actor}: lost or duplicated transitions"

@@ -12,11 +12,8 @@ run without a success source.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
-import sys
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,7 +22,8 @@ import pytest
 pytest.importorskip("mujoco")
 pytest.importorskip("rclpy")
 
-from operator_helpers import JoyDevice, wait_for
+from operator_helpers import JoyDevice
+from process_helpers import ROBOT_RL, Proc, run_cli, wait_for
 
 from robot_rl.agents.config import AgentConfig
 
@@ -67,106 +65,80 @@ def twin_hardware(directory: Path) -> Path:
     return path
 
 
-def cli(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "robot_rl.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        **kwargs,
-    )
-
-
 def one_line(done: subprocess.CompletedProcess) -> str:
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, (done.returncode, lines)
     return lines[0]
 
 
-def test_eval_on_the_robot_counts_the_operators_successes(tmp_path):
+@pytest.fixture(scope="module")
+def robot_eval(tmp_path_factory):
+    """``eval --hardware`` of a robot checkpoint over two episodes: the operator holds the
+    success button in the first until eval counts it, and presses nothing in the second."""
+    tmp_path = tmp_path_factory.mktemp("eval_hardware")
     hardware = twin_hardware(tmp_path)
     checkpoint = robot_checkpoint(tmp_path / "run", str(hardware))
     report = tmp_path / "report.jsonl"
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "COLUMNS": "250",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "robot_rl.cli",
-        "eval",
-        "--checkpoint",
-        str(checkpoint),
-        "--hardware",
-        str(hardware),
-        "--operator",
-        "joy",
-        "--success-button",
-        "3",
-        "--episodes",
-        "2",
-        "--ros.use-sim-time",
-        "True",
-        "--report",
-        str(report),
-        "--grace",
-        "10",
-    ]
+    evaluation = Proc(
+        [*ROBOT_RL, "eval", "--checkpoint", str(checkpoint), "--hardware", str(hardware),
+         "--operator", "joy", "--success-button", "3", "--episodes", "2",
+         "--ros.use-sim-time", "True", "--report", str(report), "--grace", "10"],
+        tmp_path / "eval.log",
+    )  # fmt: skip
     device = JoyDevice()
-    lines: list[str] = []
-    evaluation = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    reader = threading.Thread(target=lambda: lines.extend(evaluation.stdout), daemon=True)
-    reader.start()
 
     def said(text: str) -> bool:
-        assert evaluation.poll() is None or any(text in line for line in lines), "".join(lines)
-        return any(text in line for line in lines)
+        assert evaluation.alive() or text in evaluation.output(), evaluation.output()
+        return text in evaluation.output()
 
     try:
         wait_for(lambda: said("episode 1/2: running"), 120.0, "the first episode")
         # the operator holds the success button until eval counts it (one press)
         device.press(3, lambda: said("episode 1/2: success"), 60.0, "the operator's success")
-        wait_for(lambda: evaluation.poll() is not None, 120.0, "the evaluation to end")
+        wait_for(lambda: not evaluation.alive(), 120.0, "the evaluation to end")
     finally:
-        if evaluation.poll() is None:
-            evaluation.kill()
-        evaluation.wait(30)
-        reader.join(10)
+        evaluation.stop(grace=30)
         device.close()
-    output = "".join(lines)
-    assert evaluation.returncode == 0, output
-    records = [json.loads(line) for line in report.read_text().splitlines()]
-    first, second, summary = records
+    records = (
+        [json.loads(line) for line in report.read_text().splitlines()] if report.exists() else []
+    )
+    return SimpleNamespace(
+        code=evaluation.returncode, output=evaluation.output(), records=records, hardware=hardware
+    )
+
+
+def test_eval_on_the_robot_ends_cleanly(robot_eval):
+    assert robot_eval.code == 0, robot_eval.output
+
+
+def test_eval_counts_the_operators_press_as_the_first_episodes_success(robot_eval):
+    first, _, _ = robot_eval.records
     assert first["success"] and first["return"] == 1.0 and first["length"] < 100
-    # no press in the second episode: no success, whatever the twin's cube did
+
+
+def test_eval_counts_no_success_without_a_press_whatever_the_twins_cube_did(robot_eval):
+    _, second, _ = robot_eval.records
     assert not second["success"] and second["return"] == 0.0 and second["length"] == 100
+    assert "episode 2/2: no success after 100 steps" in robot_eval.output
+
+
+def test_eval_summary_names_the_operator_and_the_hardware_trained_on(robot_eval):
+    _, _, summary = robot_eval.records
     assert summary["success_rate"] == 0.5 and summary["episodes"] == 2
     assert summary["success_judged_by"] == "the operator (joy)"
-    assert summary["trained_on"] == str(hardware)
-    assert "episode 2/2: no success after 100 steps" in output
+    assert summary["trained_on"] == str(robot_eval.hardware)
 
 
 def test_eval_refusals_are_one_line(tmp_path):
     hardware = twin_hardware(tmp_path)
     checkpoint = robot_checkpoint(tmp_path / "run", str(hardware))
-    line = one_line(cli("eval", "--checkpoint", str(checkpoint), "--episodes", "1"))
+    line = one_line(run_cli("eval", "--checkpoint", str(checkpoint), "--episodes", "1"))
     assert "was trained on" in line and "--hardware" in line and "--on-twin" in line
-    line = one_line(cli("eval", "--checkpoint", str(checkpoint), "--hardware", str(hardware)))
+    line = one_line(run_cli("eval", "--checkpoint", str(checkpoint), "--hardware", str(hardware)))
     assert "--operator keyboard|joy or --reward-classifier" in line
-    line = one_line(cli("eval", "--checkpoint", str(checkpoint), "--operator", "joy"))
+    line = one_line(run_cli("eval", "--checkpoint", str(checkpoint), "--operator", "joy"))
     assert "give --hardware" in line
-    done = cli(
+    done = run_cli(
         "eval", "--checkpoint", str(checkpoint), "--episodes", "1", "--on-twin", "--json-out"
     )
     assert done.returncode == 0, done.stdout + done.stderr

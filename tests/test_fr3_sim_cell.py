@@ -8,13 +8,7 @@ than real time (its real-time factor is on /diagnostics and in ``benchmarks/fr3_
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -26,7 +20,9 @@ pytest.importorskip("franky_sim")
 pytest.importorskip("mujoco")
 pytest.importorskip("rclpy")
 
-from franka_harness import ArmClient, loopback_host, wait_for
+from franka_harness import ArmClient, loopback_host
+from process_helpers import CellProcesses, wait_for
+from ros_helpers import Watcher
 
 ROOT = Path(__file__).resolve().parents[1]
 HARDWARE = ROOT / "hardware" / "fr3_sim.yaml"
@@ -38,89 +34,6 @@ def cell_hardware(host: str, directory: Path) -> Path:
     path = directory / "fr3_sim.yaml"
     path.write_text(text)
     return path
-
-
-class CellProcesses:
-    """The hardware file's nodes as processes (their executables from this environment)."""
-
-    def __init__(self, hardware_file: Path, logs: Path, only: tuple[str, ...] | None = None):
-        from robot_rl.hardware import load_hardware
-
-        self.hardware = load_hardware(hardware_file)
-        env = {
-            **os.environ,
-            "PYTHONUNBUFFERED": "1",
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        }
-        self.children: dict[str, tuple[subprocess.Popen, Path]] = {}
-        for spec in self.hardware.processes():
-            if only is not None and spec.name not in only:
-                continue
-            log = logs / f"{spec.name}.log"
-            with open(log, "w") as out:
-                popen = subprocess.Popen(
-                    spec.command(),
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    env=env,
-                    start_new_session=True,
-                )
-            self.children[spec.name] = (popen, log)
-
-    def output(self, name: str) -> str:
-        return self.children[name][1].read_text(errors="replace")
-
-    def alive(self, name: str) -> bool:
-        return self.children[name][0].poll() is None
-
-    def stop(self) -> dict[str, int]:
-        for popen, _ in self.children.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(popen.pid, signal.SIGINT)
-        codes = {}
-        for name, (popen, _) in self.children.items():
-            try:
-                codes[name] = popen.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(popen.pid, signal.SIGKILL)
-                codes[name] = popen.wait(10)
-        return codes
-
-
-class Watcher:
-    """A test's ROS 2 node keeping the newest message (and a count) of some topics."""
-
-    def __init__(self, topics: dict[str, type], qos=None):
-        import rclpy
-        from ros_helpers import Spinner
-
-        from robot_rl.ros.qos import sensor_qos
-
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        self.node = rclpy.create_node("cell_test_watcher", context=context)
-        self.latest: dict[str, object] = {}
-        self.counts: dict[str, int] = dict.fromkeys(topics, 0)
-        self._lock = threading.Lock()
-        for topic, msg_type in topics.items():
-            self.node.create_subscription(msg_type, topic, self._keeper(topic), qos or sensor_qos())
-        self.spinner = Spinner(self.node, context)
-
-    def _keeper(self, topic: str):
-        def keep(msg) -> None:
-            with self._lock:
-                self.latest[topic] = msg
-                self.counts[topic] += 1
-
-        return keep
-
-    def get(self, topic: str):
-        with self._lock:
-            return self.latest.get(topic)
-
-    def close(self) -> None:
-        self.spinner.close()
 
 
 def _image(msg) -> np.ndarray:
@@ -149,7 +62,7 @@ def cell(tmp_path_factory):
     finally:
         arm.close()
         codes = processes.stop()
-        for name in processes.children:
+        for name in processes.started:
             print(f"--- {name} ({codes.get(name)})\n{processes.output(name)[-2000:]}")
 
 

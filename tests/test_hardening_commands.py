@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from process_helpers import holds_within
 
 from robot_rl.drivers.command_guard import FUTURE_TOLERANCE_S, stale_reason
 
@@ -22,15 +23,6 @@ def test_stale_reason_refuses_unstamped_old_and_future_stamps():
 
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _until(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_the_arm_twin_refuses_unstamped_future_and_stale_commands_and_holds():
@@ -66,17 +58,17 @@ def test_the_arm_twin_refuses_unstamped_future_and_stale_commands_and_holds():
         return np.asarray(node.reading["tcp_pos"], float).copy()
 
     try:
-        assert _until(lambda: "tcp_pos" in node.reading and node.sim_time > 0.2)
-        assert _until(lambda: publisher.get_subscription_count() > 0)
+        assert holds_within(lambda: "tcp_pos" in node.reading and node.sim_time > 0.2, 20.0)
+        assert holds_within(lambda: publisher.get_subscription_count() > 0, 20.0)
         time.sleep(0.5)
         start, quat = position(), np.asarray(node.reading["tcp_quat"], float)
         fresh = lambda: node.sim_time  # as the actor stamps: on the node's own clock
         # fresh commands move it (and prove the topic is connected)
         stream(start + np.array([0.0, 0.0, 0.05]), quat, fresh, seconds=2.0)
-        assert _until(lambda: np.linalg.norm(position() - start) > 0.02)
-        assert _until(lambda: node.holding, timeout=20)  # the watchdog holds once they stop
+        assert holds_within(lambda: np.linalg.norm(position() - start) > 0.02, 20.0)
+        assert holds_within(lambda: node.holding, timeout=20)  # the watchdog holds once they stop
         # a stamp older than the watchdog needs that much sim time behind it (slow when loaded)
-        assert _until(lambda: node.sim_time > 6.0, timeout=120)
+        assert holds_within(lambda: node.sim_time > 6.0, timeout=120)
         for name, stamp in [
             ("stamp 0", lambda: 0.0),
             ("1000 s in the future", lambda: node.sim_time + 1000.0),
@@ -89,7 +81,7 @@ def test_the_arm_twin_refuses_unstamped_future_and_stale_commands_and_holds():
             assert node.holding
         held = position()
         stream(held + np.array([0.05, 0.0, 0.0]), quat, fresh, seconds=2.0)
-        assert _until(lambda: np.linalg.norm(position() - held) > 0.02)
+        assert holds_within(lambda: np.linalg.norm(position() - held) > 0.02, 20.0)
     finally:
         commander_spinner.close()
         spinner.close()

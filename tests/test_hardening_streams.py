@@ -11,20 +11,18 @@ import sys
 
 import numpy as np
 import pytest
-import zmq
 from process_helpers import Processes
 from transport_fixtures import (
     drain,
     free_endpoint,
-    hello,
     make_client,
     make_server,
     transition,
     wait_for,
+    welcomed_dealer,
 )
 
 from robot_rl.transport import wire
-from robot_rl.transport.messages import PROTOCOL_VERSION
 from robot_rl.transport.outbox import Outbox, OutboxInUse
 from robot_rl.transport.security import ServerKeys, generate_keys
 
@@ -210,13 +208,8 @@ def test_one_outbox_serves_one_process():
 def test_nan_or_garbage_episode_figures_are_refused_not_counted(tmp_path, episode):
     endpoint = free_endpoint()
     server = make_server(endpoint, tmp_path / "ingest")
-    dealer = zmq.Context.instance().socket(zmq.DEALER)
-    dealer.linger = 0
-    dealer.connect(endpoint)
+    dealer = welcomed_dealer(endpoint)
     try:
-        base = {"kind": "hello", "protocol": PROTOCOL_VERSION, "actor": "a", "acked": 0}
-        dealer.send(wire.encode({**base, **hello()}))
-        assert wire.decode(dealer.recv())["kind"] == "welcome"
         dealer.send(wire.encode({"kind": "stats", "actor": "a", "episode": episode}))
         while True:
             assert dealer.poll(10_000)

@@ -7,22 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import zmq
 from process_helpers import SMALL_AGENT, run_cli
 from transport_fixtures import (
     drain,
     free_endpoint,
-    hello,
     make_client,
     make_server,
     transition,
     wait_for,
+    welcomed_dealer,
 )
 
 from robot_rl.data.transition import Transition
 from robot_rl.transport import wire
 from robot_rl.transport.ingest_log import IngestLog
-from robot_rl.transport.messages import PROTOCOL_VERSION, check_values, encode_transition
+from robot_rl.transport.messages import check_values, encode_transition
 
 
 def _poisoned(**changes) -> bytes:
@@ -50,13 +49,8 @@ def test_a_value_beyond_its_stored_dtype_or_the_bound_is_refused_not_acknowledge
 ):
     endpoint = free_endpoint()
     server = make_server(endpoint, tmp_path / "ingest")
-    dealer = zmq.Context.instance().socket(zmq.DEALER)
-    dealer.linger = 0
-    dealer.connect(endpoint)
+    dealer = welcomed_dealer(endpoint)
     try:
-        hello_message = {"kind": "hello", "protocol": PROTOCOL_VERSION, "actor": "a", "acked": 0}
-        dealer.send(wire.encode({**hello_message, **hello()}))
-        assert wire.decode(dealer.recv())["kind"] == "welcome"
         items = [transition(0), _poisoned(**POISON[name])]  # one bad item spoils the batch
         dealer.send(
             wire.encode({"kind": "transitions", "actor": "a", "first_seq": 0, "items": items})

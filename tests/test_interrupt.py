@@ -1,12 +1,9 @@
 """Ctrl-C during training writes a checkpoint, and --resume continues from it."""
 
 import json
-import signal
-import subprocess
-import sys
-import time
+import re
 
-ROBOT_RL = [sys.executable, "-m", "robot_rl.cli"]
+from process_helpers import ROBOT_RL, Proc, run_cli
 
 
 def test_sigint_checkpoints_and_resume_finishes(tmp_path):
@@ -32,26 +29,22 @@ def test_sigint_checkpoints_and_resume_finishes(tmp_path):
         "--run-dir",
         str(run_dir),
     ]
-    proc = subprocess.Popen(
-        ROBOT_RL + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    # Wait until the loop runs (the first progress line), then interrupt.
-    deadline = time.time() + 300
-    for line in proc.stdout:
-        if line.startswith("step 500/3000") or time.time() > deadline:
-            break
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, out
+    proc = Proc([*ROBOT_RL, *args], tmp_path / "train.log")
+    try:
+        # Wait until the loop runs (the first progress line), then interrupt.
+        proc.wait_for(lambda: re.search(r"(^|\n)step 500/3000", proc.output()), 300, "step 500")
+        code = proc.interrupt(120, group=False)
+    finally:
+        proc.stop()
+    out = proc.output()
+    assert code == 130, out
     assert "checkpoint written" in out
     checkpoints = sorted((run_dir / "checkpoints").glob("step_*"))
     assert len(checkpoints) == 1
     interrupted_at = json.loads((checkpoints[0] / "meta.json").read_text())["step"]
     assert 500 <= interrupted_at < 3000
 
-    resumed = subprocess.run(
-        [*ROBOT_RL, *args, "--resume"], capture_output=True, text=True, timeout=600
-    )
+    resumed = run_cli(*args, "--resume", timeout=600)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"at step {interrupted_at}" in resumed.stdout
     assert json.loads((run_dir / "summary.json").read_text())["final_eval"]["step"] == 3000

@@ -5,14 +5,10 @@ resize, camera_info from the given intrinsics, a stalled source (the file's end)
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
 import numpy as np
 import pytest
-from camera_helpers import CameraHarness, image_pixels, stamp_seconds, wait_until
+from camera_helpers import CameraHarness, image_pixels, node_factory, stamp_seconds, wait_until
+from process_helpers import Proc, node_command
 
 cv2 = pytest.importorskip("cv2")
 pytest.importorskip("rclpy")
@@ -44,8 +40,6 @@ def video(tmp_path_factory):
 
 
 def _node_factory(source: str, autostart: bool = True, **params):
-    from rclpy.parameter import Parameter
-
     from robot_rl.drivers.cameras.opencv_camera import OpenCVCameraNode
 
     values = {
@@ -61,17 +55,7 @@ def _node_factory(source: str, autostart: bool = True, **params):
         **params,
     }
 
-    def make(context, namespace):
-        node = OpenCVCameraNode(
-            context=context,
-            namespace=namespace,
-            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
-        )
-        if autostart:
-            assert node.start(), "the node did not reach active"
-        return node
-
-    return make
+    return node_factory(OpenCVCameraNode, values, autostart)
 
 
 def _marker(msg) -> int:
@@ -180,40 +164,27 @@ def test_a_crop_that_does_not_fit_fails_configure(video, harness_factory):
 
 def test_the_console_script_plays_the_file_and_stops_on_sigint(video, tmp_path):
     """The real entry point as a process, heard by a probe in this one."""
-    log = tmp_path / "camera.log"
-    with open(log, "w") as out:
-        child = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "robot_rl.drivers.cameras.opencv_camera",
-                "--ros-args",
-                "-r",
-                "__ns:=/script_cam",
-                "-p",
-                f"source:={video}",
-                "-p",
-                "loop:=true",
-                "-p",
-                "resize:=[32,0]",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        harness = None
+    command = node_command(
+        "robot_rl.drivers.cameras.opencv_camera",
+        "/script_cam",
+        source=video,
+        loop="true",
+        resize="[32,0]",
+    )
+    child = Proc(command, tmp_path / "camera.log")
+    harness = None
+    try:
+        harness = CameraHarness(lambda context, ns: _idle_node(context), "/script_cam")
+        wait_until(lambda: len(harness.get("image_raw")) >= 3, 120, "the script's images")
+        image = harness.get("image_raw")[-1]
+        assert (image.width, image.height) == (32, 24)
+    finally:
         try:
-            harness = CameraHarness(lambda context, ns: _idle_node(context), "/script_cam")
-            wait_until(lambda: len(harness.get("image_raw")) >= 3, 120, "the script's images")
-            image = harness.get("image_raw")[-1]
-            assert (image.width, image.height) == (32, 24)
+            child.interrupt(30, group=False)  # it stops on SIGINT
         finally:
-            child.send_signal(signal.SIGINT)
-            child.wait(timeout=30)
-            if harness is not None:
-                harness.close()
-    assert "Traceback" not in log.read_text()
+            child.stop()
+        if harness is not None:
+            harness.close()
 
 
 def _idle_node(context):

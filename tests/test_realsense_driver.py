@@ -6,10 +6,6 @@ missing serial and the reconnect when the device comes back."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -19,7 +15,8 @@ import pytest
 pytest.importorskip("pyrealsense2")
 pytest.importorskip("rclpy")
 
-from camera_helpers import image_pixels, stamp_seconds, wait_until
+from camera_helpers import image_pixels, node_factory, stamp_seconds, wait_until
+from process_helpers import Proc, node_command
 
 from robot_rl.drivers.cameras.image_pipeline import Intrinsics
 
@@ -93,8 +90,6 @@ def _software_camera(depth: bool = False):
 
 
 def _node_factory(devices, depth: bool = False, autostart: bool = True, **params):
-    from rclpy.parameter import Parameter
-
     from robot_rl.drivers.cameras.realsense import RealSenseNode
 
     values = {
@@ -111,18 +106,7 @@ def _node_factory(devices, depth: bool = False, autostart: bool = True, **params
         **params,
     }
 
-    def make(context, namespace):
-        node = RealSenseNode(
-            devices=devices,
-            context=context,
-            namespace=namespace,
-            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
-        )
-        if autostart:
-            assert node.start(), "the node did not reach active"
-        return node
-
-    return make
+    return node_factory(RealSenseNode, values, autostart, devices=devices)
 
 
 def test_colour_and_depth_are_cropped_resized_and_stamped_with_the_frame_time(harness_factory):
@@ -341,32 +325,20 @@ def test_the_node_reports_a_lost_device_and_reconnects_when_it_comes_back(harnes
 def test_the_console_script_names_a_missing_serial_in_one_line(tmp_path):
     """The real entry point on this machine, which has no RealSense: configure fails with one
     line naming the serial, no traceback, and the node waits for a lifecycle manager."""
-    log = tmp_path / "realsense.log"
-    with open(log, "w") as out:
-        child = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "robot_rl.drivers.cameras.realsense",
-                "--ros-args",
-                "-p",
-                "serial:='000000000000'",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    command = node_command("robot_rl.drivers.cameras.realsense", serial="'000000000000'")
+    child = Proc(command, tmp_path / "realsense.log")
+    try:
+        wait_until(
+            lambda: "could not start" in child.output() or not child.alive(),
+            120,
+            "the node's start",
         )
+    finally:
         try:
-            wait_until(
-                lambda: "could not start" in log.read_text() or child.poll() is not None,
-                120,
-                "the node's start",
-            )
+            child.interrupt(30, group=False)  # it stops on SIGINT
         finally:
-            child.send_signal(signal.SIGINT)
-            child.wait(timeout=30)
-    text = log.read_text()
+            child.stop()
+    text = child.output()
     assert "Traceback" not in text
     lines = [line for line in text.splitlines() if "configure (open device) failed" in line]
     assert len(lines) == 1

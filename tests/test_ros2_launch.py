@@ -14,15 +14,22 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
-from launch_helpers import PREFIX, require_launch, ros2_env
-from process_helpers import Processes
+from process_helpers import (
+    PREFIX,
+    Proc,
+    Processes,
+    alive_pids,
+    require_launch,
+    ros2_env,
+    wait_for,
+)
 from ros_helpers import Spinner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,52 +50,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class Launch:
+def launch(tmp: Path, launch_file: str, **arguments: str) -> Proc:
     """``ros2 launch robot_rl FILE ARGS`` in a session of its own, output in a file."""
-
-    def __init__(self, tmp: Path, launch_file: str, **arguments: str):
-        self.log = tmp / f"{launch_file}.log"
-        self._out = open(self.log, "w")  # noqa: SIM115 (closed in close)
-        command = [
-            require_launch(),
-            "launch",
-            "robot_rl",
-            launch_file,
-            *(f"{k}:={v}" for k, v in arguments.items()),
-        ]
-        self.popen = subprocess.Popen(
-            command,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=ros2_env(tmp / "ros_log"),
-            start_new_session=True,
-            cwd=tmp,
-        )
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def interrupt(self, timeout: float = 120, terminal: bool = False) -> int:
-        """SIGINT to the launch process alone (as ``kill -INT``), or to its whole process
-        group as a terminal's Ctrl-C does (every process then gets launch's SIGINT too); then
-        launch's exit code."""
-        if terminal:
-            os.killpg(self.popen.pid, signal.SIGINT)
-        else:
-            self.popen.send_signal(signal.SIGINT)
-        try:
-            return self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(
-                f"ros2 launch still running {timeout} s after SIGINT:\n" + self.output()[-4000:]
-            ) from None
-
-    def close(self) -> None:
-        if self.popen.poll() is None:
-            os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait(10)
-        self._out.close()
+    command = [require_launch(), "launch", "robot_rl", launch_file]
+    command += [f"{k}:={v}" for k, v in arguments.items()]
+    return Proc(command, tmp / f"{launch_file}.log", env=ros2_env(tmp / "ros_log"), cwd=tmp)
 
 
 class GraphProbe:
@@ -127,28 +93,13 @@ class GraphProbe:
         self.spinner.close()
 
 
-def wait_for(condition, timeout: float, what: str, log=None, popen=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        if popen is not None and popen.poll() is not None:
-            raise AssertionError(
-                f"{what}: the process exited ({popen.returncode}):\n"
-                + (log()[-4000:] if log else "")
-            )
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}" + (f":\n{log()[-4000:]}" if log else ""))
-
-
-def settled_graph(probe: GraphProbe, expected_nodes: set[str], timeout: float, log, popen) -> dict:
+def settled_graph(probe: GraphProbe, expected_nodes: set[str], timeout: float, proc) -> dict:
     """The graph once every expected node is there and nothing changed for 5 s."""
-    wait_for(
+    proc.wait_for(
         lambda: expected_nodes <= probe.snapshot()["nodes"],
         timeout,
         f"nodes {sorted(expected_nodes)}",
-        log,
-        popen,
+        interval=0.5,
     )
     last, since = probe.snapshot(), time.monotonic()
     while time.monotonic() - since < 5:
@@ -159,20 +110,7 @@ def settled_graph(probe: GraphProbe, expected_nodes: set[str], timeout: float, l
     return last
 
 
-def gone(pids) -> bool:
-    alive = []
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().split()[2] != "Z":
-                alive.append(pid)
-    return not alive
-
-
-@pytest.fixture
+@pytest.fixture(scope="module")
 def probe():
     pytest.importorskip("rclpy")
     pytest.importorskip("mujoco")
@@ -208,27 +146,30 @@ def test_robot_rl_is_indexed_under_the_venv_prefix(tmp_path):
     assert Path(found.stdout.strip()) == PREFIX
 
 
-@pytest.mark.parametrize("cameras", ["", "front"], ids=["state", "camera"])
-def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe, tmp_path):
-    processes = Processes(tmp_path)
+@pytest.fixture(scope="class", params=["", "front"], ids=["state", "camera"])
+def sim_launch(request, probe, tmp_path_factory):
+    """``robot-rl up sim``'s ROS graph (up then stopped), then ``sim.launch.py`` with the same
+    options running, its graph settled; without and with a camera."""
+    cameras = request.param
+    tmp_path = tmp_path_factory.mktemp("sim_launch")
     expected = {"/arm/arm_twin", "/actor"} | (
         {f"/{cameras}_cam/{cameras}_camera"} if cameras else set()
     )
     camera_args = ["--cameras", cameras, "--image-size", "32"] if cameras else []
+    processes = Processes(tmp_path)
     try:
         up = processes.start(
             "up", "up", "sim", "--task", "pick_cube", "--speedup", "2", "--total-steps",
             "100000", "--eval-episodes", "0", "--run-dir", str(tmp_path / "up"),
             *camera_args, *TINY_UP)  # fmt: skip
-        up_graph = settled_graph(probe, expected, 240, up.output, up.popen)
-        up.popen.send_signal(signal.SIGINT)
-        assert up.wait_exit(120) == 130, up.tail()
-        wait_for(lambda: not (expected & probe.snapshot()["nodes"]), 60, "up's nodes to go")
+        up_graph = settled_graph(probe, expected, 240, up)
+        assert up.interrupt(120, group=False) == 130, up.tail()
+        wait_for(lambda: not (expected & probe.snapshot()["nodes"]), 60, "up's nodes to go", 0.5)
     finally:
         processes.close()
 
     camera_args = {"cameras": cameras, "image_size": "32"} if cameras else {}
-    launch = Launch(
+    sim = launch(
         tmp_path,
         "sim.launch.py",
         task="pick_cube",
@@ -240,7 +181,23 @@ def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe
         **camera_args,
     )
     try:
-        launch_graph = settled_graph(probe, expected, 240, launch.output, launch.popen)
+        launch_graph = settled_graph(probe, expected, 240, sim)
+        yield SimpleNamespace(
+            cameras=cameras,
+            expected=expected,
+            up_graph=up_graph,
+            launch_graph=launch_graph,
+            proc=sim,
+        )
+    finally:
+        sim.stop(grace=0)
+
+
+class TestSimLaunchBringsUpWhatUpBringsUp:
+    """In this order: the graph, the learner's training, the stop."""
+
+    def test_the_same_nodes_topics_and_services(self, sim_launch, probe):
+        up_graph, launch_graph = sim_launch.up_graph, sim_launch.launch_graph
         # a topic or service that shows up late in one of them: wait for it in the other
         deadline = time.monotonic() + 60
         while launch_graph != up_graph and time.monotonic() < deadline:
@@ -251,28 +208,35 @@ def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe
                 f"{key}: only under ros2 launch {sorted(launch_graph[key] - up_graph[key])}, "
                 f"only under robot-rl up {sorted(up_graph[key] - launch_graph[key])}"
             )
-        if cameras:
+        if sim_launch.cameras:
             assert ("/diagnostics", ("diagnostic_msgs/msg/DiagnosticArray",)) in launch_graph[
                 "topics"
             ]
-        # the learner has trained, so its checkpoint on SIGINT is a real one
-        wait_for(
+
+    def test_the_learner_trains(self, sim_launch):
+        """So that its checkpoint on SIGINT is a real one."""
+        sim = sim_launch.proc
+        sim.wait_for(
             lambda: (
-                "updates" in launch.output()
-                and re.search(r"\[learner-\d+\] transitions \d+ .*updates [1-9]", launch.output())
+                "updates" in sim.output()
+                and re.search(r"\[learner-\d+\] transitions \d+ .*updates [1-9]", sim.output())
             ),
             300,
             "learner updates",
-            launch.output,
-            launch.popen,
+            interval=0.5,
         )
-        pids = [int(p) for p in re.findall(r"process started with pid \[(\d+)\]", launch.output())]
+
+    def test_sigint_stops_every_process_by_itself_with_no_escalation(self, sim_launch):
+        """SIGINT to the launch process (state only), or a terminal's Ctrl-C, which reaches
+        every process twice (camera)."""
+        sim, expected = sim_launch.proc, sim_launch.expected
+        pids = [int(p) for p in re.findall(r"process started with pid \[(\d+)\]", sim.output())]
         assert len(pids) == len(expected) + 1  # the nodes and the learner
-        code = launch.interrupt(terminal=bool(cameras))  # Ctrl-C in a terminal, with a camera
-        out = launch.output()
+        code = sim.interrupt(group=bool(sim_launch.cameras))  # Ctrl-C in a terminal, with a camera
+        out = sim.output()
         assert code == 0, out[-4000:]
         assert not ESCALATION.search(out), out[-4000:]
-        assert gone(pids)
+        assert not alive_pids(pids)
         labels = set(re.findall(r"\[INFO\] \[(\w+)-\d+\]: process started", out))
         names = {n.rsplit("/", 1)[-1] for n in expected} | {"learner"}
         assert labels == names, f"process labels {labels}, expected the node names {names}"
@@ -285,8 +249,6 @@ def test_sim_launch_brings_up_what_up_brings_up_and_stops_cleanly(cameras, probe
             )
             assert ends and all(code in ("", "130") for code in ends), (name, ends)
         assert "checkpoint written" in out
-    finally:
-        launch.close()
 
 
 def test_robot_launch_with_a_missing_driver_fails_with_one_message(tmp_path):
@@ -299,7 +261,7 @@ def test_robot_launch_with_a_missing_driver_fails_with_one_message(tmp_path):
         "  - {name: front_camera, executable: robot-rl-no-such-camera, role: camera,\n"
         "     camera: front, namespace: /front_cam}\n"
     )
-    launch = Launch(
+    robot = launch(
         tmp_path,
         "robot.launch.py",
         hardware=str(hardware),
@@ -307,10 +269,10 @@ def test_robot_launch_with_a_missing_driver_fails_with_one_message(tmp_path):
         run_dir=str(tmp_path / "run"),
     )
     try:
-        code = launch.popen.wait(180)
+        code = robot.wait_exit(180)
     finally:
-        launch.close()
-    out = launch.output()
+        robot.stop(grace=0)
+    out = robot.output()
     assert code != 0, out
     errors = [line for line in out.splitlines() if "[ERROR]" in line]
     assert len(errors) == 1, out
@@ -322,7 +284,7 @@ def test_robot_launch_with_a_missing_driver_fails_with_one_message(tmp_path):
 def test_learner_launch_writes_its_checkpoint_on_sigint(tmp_path):
     pytest.importorskip("mujoco")
     run_dir = tmp_path / "run"
-    launch = Launch(
+    learner = launch(
         tmp_path,
         "learner.launch.py",
         task="pick_cube",
@@ -331,17 +293,16 @@ def test_learner_launch_writes_its_checkpoint_on_sigint(tmp_path):
         learner_args=TINY_LEARNER,
     )
     try:
-        wait_for(
-            lambda: "[learner-1] learner pick_cube on tcp://" in launch.output(),
+        learner.wait_for(
+            lambda: "[learner-1] learner pick_cube on tcp://" in learner.output(),
             240,
             "the learner to serve",
-            launch.output,
-            launch.popen,
+            interval=0.5,
         )
-        code = launch.interrupt()
+        code = learner.interrupt(group=False)
     finally:
-        launch.close()
-    out = launch.output()
+        learner.stop(grace=0)
+    out = learner.output()
     assert code == 0 and not ESCALATION.search(out), out
     assert "checkpoint written" in out
     assert sorted((run_dir / "learner" / "checkpoints").glob("step_*")), out

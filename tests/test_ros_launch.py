@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import tyro
-from launch_helpers import STAND_INS, require_launch
+from process_helpers import STAND_INS, require_launch
 
 from robot_rl.commands.up import (
     LEARNER_AGENT,

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from process_helpers import holds_within
 from ros_helpers import Spinner
 
 pytest.importorskip("rclpy")
@@ -74,15 +75,6 @@ def test_node_main_exits_with_one_line_on_bad_parameter():
     assert "speedup" in result.stderr and "Traceback" not in result.stderr
 
 
-def _wait(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def _stale_reason(backend, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -129,7 +121,7 @@ def test_car_twin_node_through_the_ros_car_backend():
         assert np.linalg.norm(reading["pose"][:2] - start[:2]) > 0.3
 
         # the watchdog stops a car whose commands stop
-        assert _wait(lambda: abs(backend.read()["velocity"][0]) < 0.05)
+        assert holds_within(lambda: abs(backend.read()["velocity"][0]) < 0.05, 15.0)
         # e-stop: commands are ignored
         assert backend.estop(True) == "engaged"
         for _ in range(10):

@@ -8,16 +8,13 @@ Every process group is killed in the fixture's teardown.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from ros_helpers import Spinner
+from process_helpers import Processes, node_command
+from ros_helpers import Watcher
 
 pytest.importorskip("rclpy")
 pytest.importorskip("mujoco")
@@ -29,38 +26,14 @@ IMAGE_SIZE = 32
 CAMERAS = ("front", "wrist")
 
 
-class NodeProcesses:
-    """Node processes, each in its own process group, logging into ``log_dir``."""
+class TwinNodes(Processes):
+    """The twin's node processes (``python -m robot_rl.sim.nodes.MODULE``)."""
 
-    def __init__(self, log_dir):
-        self.log_dir = log_dir
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.env = {
-            **os.environ,
-            "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.env.setdefault("PYOPENGL_PLATFORM", self.env["MUJOCO_GL"])
-
-    def start(self, name: str, module: str, namespace: str, **params) -> None:
-        args = [
-            sys.executable,
-            "-m",
-            f"robot_rl.sim.nodes.{module}",
-            "--ros-args",
-            "-r",
-            f"__ns:={namespace}",
-        ]
-        for key, value in params.items():
-            args += ["-p", f"{key}:={value}"]
-        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (closed in stop)
-        self.procs[name] = subprocess.Popen(
-            args, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        log.close()
+    def node(self, name: str, module: str, namespace: str, **params) -> None:
+        self.command(name, node_command(f"robot_rl.sim.nodes.{module}", namespace, **params))
 
     def start_camera(self, camera: str) -> None:
-        self.start(
+        self.node(
             f"{camera}_cam",
             "camera_node",
             f"/{camera}_cam",
@@ -70,50 +43,8 @@ class NodeProcesses:
             rate=20.0,
         )
 
-    def kill(self, name: str, sig=signal.SIGKILL) -> None:
-        proc = self.procs.pop(name)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-    def stop_all(self) -> None:
-        for name in list(self.procs):
-            self.kill(name, signal.SIGTERM)
-
     def log(self, name: str) -> str:
-        return (self.log_dir / f"{name}.log").read_text(errors="replace")[-3000:]
-
-
-class TopicProbe:
-    """Counts messages per topic on its own node and thread."""
-
-    def __init__(self, topics):
-        import rclpy
-        from rclpy.context import Context
-
-        from robot_rl.ros.qos import sensor_qos
-
-        self.counts = dict.fromkeys(topics, 0)
-        self.context = Context()
-        rclpy.init(context=self.context, args=[])
-        self.node = rclpy.create_node("topic_probe", context=self.context)
-        for topic, msg_type in topics.items():
-            qos = 10 if topic == "/diagnostics" else sensor_qos()
-            self.node.create_subscription(msg_type, topic, self._counter(topic), qos)
-        self.spinner = Spinner(self.node, self.context)
-
-    def _counter(self, topic):
-        def count(_msg):
-            self.counts[topic] += 1
-
-        return count
-
-    def close(self):
-        self.spinner.close()
+        return self[name].output()[-3000:]
 
 
 def _probe_topics():
@@ -140,18 +71,44 @@ def _probe_topics():
     return topics
 
 
-@pytest.fixture
-def twin(tmp_path):
-    nodes = NodeProcesses(tmp_path)
+@pytest.fixture(scope="class")
+def twin(tmp_path_factory):
+    nodes = TwinNodes(tmp_path_factory.mktemp("ros_twin"))
     try:
-        nodes.start(
+        nodes.node(
             "arm", "arm_twin_node", "/arm", speedup=SPEEDUP, task="pick_cube", watchdog_timeout=0.5
         )
         for camera in CAMERAS:
             nodes.start_camera(camera)
         yield nodes
     finally:
-        nodes.stop_all()
+        nodes.close()
+
+
+@pytest.fixture(scope="class")
+def ros_env(twin):
+    """pick_cube as a RobotEnv on the ROS backend over the twin's topics, reset once, and a
+    probe counting every topic of the contract."""
+    from robot_rl.envs.robot_env import RobotEnv
+    from robot_rl.envs.task import make_task
+    from robot_rl.ros.backend import RosArmBackend, RosBackendConfig
+
+    task = make_task("pick_cube", cameras=CAMERAS, image_size=IMAGE_SIZE)
+    config = RosBackendConfig(max_age=1.0, slop=0.3, clock_timeout=3.0, ready_timeout=40.0)
+    probe = Watcher(_probe_topics(), name="topic_probe")
+    backend = RosArmBackend(task, config)
+    env = RobotEnv(task, backend)
+    try:
+        try:
+            backend.wait_until_ready(timeout=60)
+            obs, _ = env.reset(seed=0)
+        except Exception:
+            print({name: proc.output()[-3000:] for name, proc in twin.started.items()})
+            raise
+        yield SimpleNamespace(env=env, backend=backend, probe=probe, first=obs)
+    finally:
+        env.close()
+        probe.close()
 
 
 def _step_until(env, action, predicate, max_steps):
@@ -162,39 +119,32 @@ def _step_until(env, action, predicate, max_steps):
     return None
 
 
-def test_pick_cube_through_ros_twin(twin):
-    from robot_rl.envs.robot_env import RobotEnv
-    from robot_rl.envs.task import make_task
-    from robot_rl.ros.backend import RosArmBackend, RosBackendConfig
+HOLD = np.zeros(4, np.float32)
 
-    task = make_task("pick_cube", cameras=CAMERAS, image_size=IMAGE_SIZE)
-    config = RosBackendConfig(max_age=1.0, slop=0.3, clock_timeout=3.0, ready_timeout=40.0)
-    probe = TopicProbe(_probe_topics())
-    backend = RosArmBackend(task, config)
-    env = RobotEnv(task, backend)
-    try:
-        try:
-            backend.wait_until_ready(timeout=60)
-            obs, _ = env.reset(seed=0)
-        except Exception:
-            print({name: twin.log(name) for name in twin.procs})
-            raise
-        assert env.observation_space.contains(obs)
-        assert set(backend.read()) >= {"object/cube_pos", "image/front", "image/wrist"}
 
-        # valid steps: the arm moves down as commanded, images are real renders
+class TestPickCubeThroughTheRosTwin:
+    """Steps through the topics; then, in this order, a camera dies and comes back, and the arm
+    is e-stopped and released."""
+
+    def test_reset_gives_an_observation_with_the_privileged_state_and_both_cameras(self, ros_env):
+        assert ros_env.env.observation_space.contains(ros_env.first)
+        assert set(ros_env.backend.read()) >= {"object/cube_pos", "image/front", "image/wrist"}
+
+    def test_valid_steps_move_the_arm_down_with_real_renders(self, ros_env):
+        env, backend = ros_env.env, ros_env.backend
         start = backend.read()["tcp_pos"]
         for _ in range(5):
-            obs, reward, terminated, truncated, info = env.step(
-                np.array([0.0, 0.0, -1.0, 0.0], np.float32)
-            )
+            obs, reward, _, _, info = env.step(np.array([0.0, 0.0, -1.0, 0.0], np.float32))
             assert "stale" not in info, info["stale"]
             assert env.observation_space.contains(obs) and np.isfinite(reward)
         assert backend.read()["tcp_pos"][2] < start[2] - 0.02
         for camera in CAMERAS:
             assert obs[camera].shape == (IMAGE_SIZE, IMAGE_SIZE, 3)
             assert obs[camera].std() > 1.0  # not a blank frame
+
+    def test_every_topic_of_the_contract_publishes(self, ros_env):
         # The probe is a node of its own: DDS discovery may match it later than the backend.
+        probe = ros_env.probe
         deadline = time.monotonic() + 30
         silent = [topic for topic, count in probe.counts.items() if count == 0]
         while silent and time.monotonic() < deadline:
@@ -202,36 +152,35 @@ def test_pick_cube_through_ros_twin(twin):
             silent = [topic for topic, count in probe.counts.items() if count == 0]
         assert not silent, f"topics that never published: {silent}"
 
-        # a camera dies: a truncated step naming it, never a crash or a termination
-        hold = np.zeros(4, np.float32)
-        twin.kill("wrist_cam")
-        result = _step_until(env, hold, lambda r: "stale" in r[4], max_steps=60)
+    def test_a_dead_camera_truncates_the_step_naming_it(self, twin, ros_env):
+        """Never a crash or a termination."""
+        twin["wrist_cam"].kill()
+        result = _step_until(ros_env.env, HOLD, lambda r: "stale" in r[4], max_steps=60)
         assert result is not None, "killing a camera never made a step stale"
         _, _, terminated, truncated, info = result
         assert truncated and not terminated
         assert "/wrist_cam/image_raw" in info["stale"]
 
-        # it comes back: steps resume with fresh observations
-        twin.start_camera("wrist")
+    def test_steps_resume_with_fresh_observations_when_the_camera_comes_back(self, twin, ros_env):
+        if not twin["wrist_cam"].alive():
+            twin.start_camera("wrist")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            _, _, _, _, info = env.step(hold)
+            _, _, _, _, info = ros_env.env.step(HOLD)
             if "stale" not in info:
                 break
         assert "stale" not in info, f"steps did not resume: {info['stale']}"
 
-        # e-stop: motion commands are ignored; released, the arm follows again
+    def test_the_estop_ignores_motion_and_once_released_the_arm_follows_again(self, twin, ros_env):
+        env, backend = ros_env.env, ros_env.backend
         assert backend.estop(True) == "engaged"
         before = backend.read()["tcp_pos"]
         for _ in range(5):
-            _, _, _, _, info = env.step(np.array([0.0, 1.0, 0.0, 0.0], np.float32))
+            env.step(np.array([0.0, 1.0, 0.0, 0.0], np.float32))
         after = backend.read()["tcp_pos"]
         assert np.linalg.norm(after - before) < 0.005, (before, after)
         assert backend.estop(False) == "released"
         for _ in range(5):
             env.step(np.array([0.0, 1.0, 0.0, 0.0], np.float32))
         assert backend.read()["tcp_pos"][1] > after[1] + 0.02
-        assert twin.procs["arm"].poll() is None, twin.log("arm")
-    finally:
-        env.close()
-        probe.close()
+        assert twin["arm"].alive(), twin.log("arm")

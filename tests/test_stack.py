@@ -15,14 +15,12 @@ import json
 import os
 import re
 import signal
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from process_helpers import Processes
+from process_helpers import Processes, alive_pids, wait_for
 from ros_helpers import Spinner
 
 pytest.importorskip("rclpy")
@@ -119,16 +117,7 @@ class StackProbe:
 
 
 def wait_until(condition, timeout: float, what: str, proc=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        if proc is not None and proc.popen.poll() is not None:
-            raise AssertionError(
-                f"{what}: robot-rl up exited ({proc.popen.returncode}):\n{proc.tail()}"
-            )
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}" + (f":\n{proc.tail()}" if proc else ""))
+    wait_for(condition, timeout, what, interval=0.1, proc=proc)
 
 
 @pytest.fixture(scope="module")
@@ -277,19 +266,11 @@ def test_children_end_when_up_is_killed(procs, tmp_path):
     os.kill(up.popen.pid, signal.SIGKILL)  # up alone, not its process group
     up.popen.wait(10)
     wait_until(
-        lambda: not any(_running(pid) for pid in pids.values()),
+        lambda: not alive_pids(pids.values()),
         90,
         f"up's children {pids} to end after up was killed",
     )
     assert "checkpoint written" in _log(run_dir, "learner")
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"  # a zombie has ended; only its entry is left
-    except FileNotFoundError:
-        return False
 
 
 CAR_TWIN_CELL = """\
@@ -308,15 +289,12 @@ nodes:
     ("{speedup: -1.0}", "exited (2) before it was active",
      "parameter 'speedup' = -1.0 must be > 0"),
 ], ids=["configure-fails", "bad-parameter"])  # fmt: skip
-def test_up_robot_names_a_driver_that_does_not_become_active(
-    parameters, state, reason, monkeypatch, tmp_path
-):
+def test_up_robot_names_a_driver_that_does_not_become_active(parameters, state, reason, tmp_path):
     """The car twin as the hardware file's driver: a lifecycle node whose configure fails stays
     'unconfigured' (its get_state says so), one with a bad parameter exits; up names the
     device and the node's own error line, starts neither actor nor learner, and exits 1."""
     from process_helpers import run_cli
 
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     cell = tmp_path / "cell.yaml"
     cell.write_text(CAR_TWIN_CELL.replace("{PARAMETERS}", parameters))
     run_dir = tmp_path / "run"
@@ -342,8 +320,7 @@ def test_up_robot_names_a_driver_that_does_not_become_active(
     assert set(_pids(run_dir)) == {"car_driver"}  # the actor and the learner never started
 
 
-def test_up_robot_starts_the_actor_once_the_driver_is_active(monkeypatch, procs, tmp_path):
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+def test_up_robot_starts_the_actor_once_the_driver_is_active(procs, tmp_path):
     cell = tmp_path / "cell.yaml"
     cell.write_text(CAR_TWIN_CELL.replace("{PARAMETERS}", "{task: car_lap}"))
     run_dir = tmp_path / "run"

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from process_helpers import Proc
 
 from robot_rl.drivers.teleop.keyboard import KeyboardState
 
@@ -67,7 +68,7 @@ def test_bad_settings_are_refused():
         KeyboardState(success_key="k", reject_key="K")
 
 
-def test_node_through_a_pty_reaches_the_teleop_source():
+def test_node_through_a_pty_reaches_the_teleop_source(tmp_path):
     pytest.importorskip("rclpy")
     from robot_rl.rewards.operator import REJECT, SUCCESS
     from robot_rl.ros.operator_buttons import JoyOperator
@@ -76,12 +77,10 @@ def test_node_through_a_pty_reaches_the_teleop_source():
     master, slave = pty.openpty()
     lflag_before = termios.tcgetattr(slave)[3]
     # the child inherits this run's ROS_DOMAIN_ID and localhost discovery (conftest.py)
-    child = subprocess.Popen(
+    child = Proc(
         [sys.executable, "-m", "robot_rl.drivers.teleop.keyboard"],
-        stdin=slave,
-        stdout=slave,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ),
+        tmp_path / "keyboard.log",
+        terminal=slave,
     )
     try:
         # A generous staleness bound: on a loaded machine the node's last (release) message
@@ -97,7 +96,7 @@ def test_node_through_a_pty_reaches_the_teleop_source():
                     if command is not None and predicate(command):
                         return command
                     if alive:
-                        assert child.poll() is None, child.stderr.read().decode()
+                        assert child.alive(), child.output()
                     time.sleep(0.05)
                 raise AssertionError("the keyboard node's messages did not arrive")
 
@@ -122,7 +121,7 @@ def test_node_through_a_pty_reaches_the_teleop_source():
             finally:
                 operator.close()
             os.write(master, b"q")
-            assert child.wait(timeout=10) == 0
+            assert child.wait_exit(10) == 0
             # the node's last word releases everything
             wait_for(lambda c: not c.button and not np.any(c.action), alive=False)
         # raw mode was undone: echo and line editing are back
@@ -130,9 +129,7 @@ def test_node_through_a_pty_reaches_the_teleop_source():
         assert lflag_after == lflag_before
         assert lflag_after & termios.ECHO and lflag_after & termios.ICANON
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        child.stop(grace=0)
         os.close(master)
         os.close(slave)
 

@@ -10,12 +10,9 @@ back; the e-stop stops the arm; Ctrl-C leaves no process behind.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -26,7 +23,9 @@ pytest.importorskip("mujoco")
 pytest.importorskip("rclpy")
 pytest.importorskip("psutil")
 
-from franka_harness import ArmClient, loopback_host, wait_for
+from franka_harness import ArmClient, loopback_host
+from process_helpers import UP_ROBOT_TINY, UpStack, wait_for
+from ros_helpers import Diagnostics
 from test_fr3_sim_cell import cell_hardware
 
 CAMERAS = ("front", "wrist")
@@ -79,185 +78,121 @@ def make_demos(directory: Path, episodes: int = 2, steps: int = 10) -> Path:
     return directory
 
 
-class Diagnostics:
-    """The newest /diagnostics status of every node, by name."""
-
-    def __init__(self, node):
-        from diagnostic_msgs.msg import DiagnosticArray
-
-        self.status: dict[str, dict[str, str]] = {}
-        node.create_subscription(DiagnosticArray, "/diagnostics", self._on, 50)
-
-    def _on(self, msg) -> None:
-        for status in msg.status:
-            values = {kv.key: kv.value for kv in status.values}
-            values["message"] = status.message
-            self.status[status.name] = values
-
-    def get(self, name: str) -> dict[str, str]:
-        return dict(self.status.get(name, {}))
+UP_ARGS = ["--task", "pick_cube", "--cameras", *CAMERAS, "--image-size", str(SIZE), *UP_ROBOT_TINY]
 
 
-def test_up_robot_runs_the_robot_mode_stack_on_the_simulated_cell(tmp_path):
-    import psutil
-
-    host = loopback_host(27)
-    hardware = cell_hardware(host, tmp_path)
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """``up robot`` on the cell, once for the module, until its drivers are active and the actor
+    started (up starts the actor and the learner only after that); a client for the arm and the
+    nodes' /diagnostics."""
+    tmp_path = tmp_path_factory.mktemp("up_robot_cell")
+    hardware = cell_hardware(loopback_host(27), tmp_path)
     classifier = make_classifier(tmp_path / "classifier")
     demos = make_demos(tmp_path / "demos")
     run_dir = tmp_path / "run"
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "COLUMNS": "250",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "robot_rl.cli",
-        "up",
-        "robot",
-        "--hardware",
-        str(hardware),
-        "--task",
-        "pick_cube",
-        "--cameras",
-        *CAMERAS,
-        "--image-size",
-        str(SIZE),
-        "--reward-classifier",
-        str(classifier),
-        "--demo-path",
-        str(demos),
-        "--total-steps",
-        "100000",
-        "--start-steps",
-        "20",
-        "--batch-size",
-        "16",
-        "--utd-ratio",
-        "1",
-        "--agent.num-critics",
-        "2",
-        "--agent.hidden-dims",
-        "32",
-        "32",
-        "--eval-episodes",
-        "0",
-        "--ready-timeout",
-        "300",
-        "--grace",
-        "30",
-        "--run-dir",
-        str(run_dir),
-        "--log-every",
-        "2",
-    ]
-    log = tmp_path / "up.log"
-    with open(log, "w") as out:
-        up = subprocess.Popen(
-            command,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
+    up = UpStack(
+        ["robot", "--hardware", str(hardware), "--reward-classifier", str(classifier),
+         "--demo-path", str(demos), "--run-dir", str(run_dir), *UP_ARGS],
+        tmp_path / "up.log",
+    )  # fmt: skip
     arm = ArmClient("/arm")
     diagnostics = Diagnostics(arm.node)
-    descendants: set[int] = set()
-
-    def alive() -> bool:
-        assert up.poll() is None, f"up exited ({up.returncode}):\n{log.read_text()[-3000:]}"
-        descendants.update(p.pid for p in psutil.Process(up.pid).children(recursive=True))
-        return True
-
     try:
-        # the drivers are active: up starts the actor and the learner only after that
-        wait_for(
+        up.wait_for(
             lambda: (
-                alive()
-                and "actor" in log.read_text(errors="replace")
+                "actor" in up.output()
                 and diagnostics.get("/arm/franka_driver").get("motion_enabled") == "True"
             ),
             420.0,
             "the drivers to be active and the actor started",
         )
-        for camera in CAMERAS:
-            wait_for(
-                lambda c=camera: (
-                    diagnostics.get(f"/{c}_cam/{c}_camera").get("message") == "publishing frames"
-                ),
-                120.0,
-                f"the {camera} camera's frames",
-            )
-        assert diagnostics.get("/sim/fr3_cell").get("steps")
-        # transitions reach the learner, and its weights come back to the actor
+        yield SimpleNamespace(up=up, arm=arm, diagnostics=diagnostics, run_dir=run_dir)
+    finally:
+        up.ctrl_c()
+        arm.close()
+        print(up.output()[-4000:])
+
+
+def actor_steps(diagnostics) -> int:
+    return int(diagnostics.get("/actor").get("steps", 0))
+
+
+def test_the_drivers_are_active_and_the_cameras_publish(stack):
+    for camera in CAMERAS:
         wait_for(
-            lambda: alive() and int(diagnostics.get("/actor").get("weights_version", -1)) >= 1,
-            600.0,
-            "the actor to receive trained weights",
+            lambda c=camera: (
+                stack.diagnostics.get(f"/{c}_cam/{c}_camera").get("message") == "publishing frames"
+            ),
+            120.0,
+            f"the {camera} camera's frames",
         )
-        actor = diagnostics.get("/actor")
-        print(
-            "actor:",
-            actor,
-            "\ncell:",
-            diagnostics.get("/sim/fr3_cell"),
-            "\noperator:",
-            diagnostics.get("/teleop/simulated_human"),
-        )
-        # the actor keeps stepping at its own pace; how close that is to the task's rate on this
-        # machine is measured, not asserted (its diagnostics say WARN when below 80 %)
-        steps = int(actor["steps"])
-        wait_for(
-            lambda: alive() and int(diagnostics.get("/actor").get("steps", 0)) > steps + 5,
-            180.0,
-            "the actor to keep stepping",
-        )
-        # the e-stop stops the arm while the actor goes on commanding it
-        assert arm.estop(True).success
+    assert stack.diagnostics.get("/sim/fr3_cell").get("steps")
+
+
+def test_transitions_reach_the_learner_and_its_weights_come_back(stack):
+    diagnostics = stack.diagnostics
+    stack.up.wait_for(
+        lambda: int(diagnostics.get("/actor").get("weights_version", -1)) >= 1,
+        600.0,
+        "the actor to receive trained weights",
+    )
+    print(
+        "actor:",
+        diagnostics.get("/actor"),
+        "\ncell:",
+        diagnostics.get("/sim/fr3_cell"),
+        "\noperator:",
+        diagnostics.get("/teleop/simulated_human"),
+    )
+
+
+def test_the_actor_keeps_stepping(stack):
+    """At its own pace: how close that is to the task's rate on this machine is measured, not
+    asserted (its diagnostics say WARN when below 80 %)."""
+    steps = actor_steps(stack.diagnostics)
+    stack.up.wait_for(
+        lambda: actor_steps(stack.diagnostics) > steps + 5, 180.0, "the actor to keep stepping"
+    )
+
+
+def test_the_estop_stops_the_arm_while_the_actor_commands_it(stack):
+    arm = stack.arm
+    assert arm.estop(True).success
+    try:
         time.sleep(1.0)
         still_from = time.monotonic()
         time.sleep(3.0)
         moved = np.ptp(arm.positions_since(still_from), axis=0).max()
         assert moved < 0.002, f"the arm moved {moved:.4f} m under e-stop"
-        assert arm.estop(False).success
-        wait_for(
-            lambda: alive() and arm.driver_status("/arm/franka_driver").get("estop") == "False",
-            30.0,
-            "the e-stop's release",
-        )
-        steps = int(diagnostics.get("/actor")["steps"])
-        wait_for(
-            lambda: alive() and int(diagnostics.get("/actor").get("steps", 0)) > steps + 5,
-            180.0,
-            "the actor to go on after the release",
-        )
-        print("actor after the e-stop:", diagnostics.get("/actor"))
     finally:
-        # Ctrl-C: up stops every child; nothing may be left
-        if up.poll() is None:
-            descendants.update(p.pid for p in psutil.Process(up.pid).children(recursive=True))
-            os.kill(up.pid, signal.SIGINT)
-        try:
-            code = up.wait(120)
-        except subprocess.TimeoutExpired:
-            os.killpg(up.pid, signal.SIGKILL)
-            code = None
-        arm.close()
-        text = log.read_text(errors="replace")
-        print(text[-4000:])
-        left = [
-            p
-            for p in descendants
-            if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-        ]
-        for pid in left:
-            os.kill(pid, signal.SIGKILL)
+        assert arm.estop(False).success
+
+
+def test_the_actor_goes_on_after_the_estops_release(stack):
+    arm = stack.arm
+    assert arm.estop(True).success
+    assert arm.estop(False).success
+    stack.up.wait_for(
+        lambda: arm.driver_status("/arm/franka_driver").get("estop") == "False",
+        30.0,
+        "the e-stop's release",
+    )
+    steps = actor_steps(stack.diagnostics)
+    stack.up.wait_for(
+        lambda: actor_steps(stack.diagnostics) > steps + 5,
+        180.0,
+        "the actor to go on after the release",
+    )
+    print("actor after the e-stop:", stack.diagnostics.get("/actor"))
+
+
+def test_ctrl_c_stops_every_process_of_the_stack(stack):
+    """Last in this module: up stops every child; nothing may be left."""
+    code, left = stack.up.ctrl_c()
+    text = stack.up.output()
     assert code == 130, text[-3000:]
-    learner_log = (run_dir / "logs" / "learner.log").read_text(errors="replace")
+    learner_log = (stack.run_dir / "logs" / "learner.log").read_text(errors="replace")
     assert "demos: 2 recorded episodes" in learner_log  # the MCAP demos, no scripted ones
-    assert len(descendants) >= 7  # the cell's 5 nodes, the actor and the learner
+    assert len(stack.up.descendants) >= 7  # the cell's 5 nodes, the actor and the learner
     assert left == [], f"processes left after Ctrl-C: {left}"

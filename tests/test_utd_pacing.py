@@ -14,24 +14,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from fakes import ScriptedClient
 
 from robot_rl.runtime.stack_progress import utd_report, utd_text
 from robot_rl.runtime.utd_pacer import PacingRefused, UtdPacer
 from robot_rl.runtime.utd_tracker import UtdTracker
-
-
-class ScriptedClient:
-    """The transport client as the pacer sees it: connected, with a lag the test sets."""
-
-    def __init__(self, lag: int):
-        self.connected = True
-        self.refused_reason = self.data_refused = None
-        self.lag = lag
-        self.polled = threading.Event()
-
-    def estimated_lag(self) -> int:
-        self.polled.set()
-        return self.lag
 
 
 class Backend:

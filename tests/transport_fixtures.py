@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 import socket
-import time
 
 import gymnasium as gym
 import numpy as np
+import zmq
+from process_helpers import wait_for
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
 from robot_rl.data.transition import Transition
+from robot_rl.transport import wire
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.ingest_log import IngestLog
-from robot_rl.transport.messages import encode_transition
+from robot_rl.transport.messages import PROTOCOL_VERSION, encode_transition
 from robot_rl.transport.outbox import Outbox
 from robot_rl.transport.server import TransportServer
+
+__all__ = [
+    "drain",
+    "free_endpoint",
+    "hello",
+    "make_client",
+    "make_server",
+    "transition",
+    "wait_for",
+]
 
 OBS_SPACE = gym.spaces.Dict(
     {
@@ -37,6 +49,18 @@ def hello(task: str = "toy", observation_space=OBS_SPACE, action_space=ACT_SPACE
         "observation_space": dict_space_to_json(observation_space),
         "action_space": box_to_json(action_space),
     }
+
+
+def welcomed_dealer(endpoint: str, actor: str = "a"):
+    """A raw ZeroMQ DEALER that said hello as ``actor`` and was welcomed: a test's hand-made
+    messages go through it, as an actor's would."""
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.connect(endpoint)
+    message = {"kind": "hello", "protocol": PROTOCOL_VERSION, "actor": actor, "acked": 0}
+    dealer.send(wire.encode({**message, **hello()}))
+    assert wire.decode(dealer.recv())["kind"] == "welcome"
+    return dealer
 
 
 def make_server(endpoint: str, log_dir, **kwargs) -> TransportServer:
@@ -75,12 +99,3 @@ def drain(server: TransportServer) -> list[tuple[str, int, dict]]:
         batch = server.received.get_nowait()
         out.extend((batch.actor, batch.first_seq + k, t) for k, t in enumerate(batch.transitions))
     return out
-
-
-def wait_for(condition, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")

@@ -5,5 +5,4 @@ ARM_NAMESPACE = "/arm"
 ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
 GRIPPER_JOINT = "gripper"
 BASE_FRAME = "base"
-TCP_FRAME = "tcp"
 FLANGE_FRAME = "flange"
