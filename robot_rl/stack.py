@@ -193,7 +193,7 @@ def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[Pr
         cameras=tuple(cfg.cameras),
         image_size=cfg.image_size,
         privileged_state=cfg.privileged_state,
-        robot_mode=cfg.robot_mode or cfg.mode == "robot",
+        robot_mode=cfg.observes_robot_only,
     )
     task = make_task(cfg.task, **mode.task_options(cfg.task))
     hardware = None
