@@ -38,8 +38,9 @@ RESULTS = Path(__file__).parent / "results" / "car_pixels"
 
 
 def train_config(args):
+    from task_recipes import task_recipe
+
     from robot_rl.agents.config import AgentConfig
-    from robot_rl.runtime.recipes import task_recipe
 
     agent = AgentConfig(
         num_critics=10,

@@ -98,7 +98,7 @@ def settings_of(cfg) -> dict:
 
 
 def configure(args, seed: int, run_dir: Path, classifier: str | None):
-    from robot_rl.runtime.recipes import task_recipe
+    from task_recipes import task_recipe
 
     overrides = {"resume": True} if args.resume else {}
     if classifier:

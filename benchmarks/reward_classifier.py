@@ -54,7 +54,8 @@ def main() -> None:
     args = parser.parse_args()
     quick = args.quick
 
-    from robot_rl.runtime.recipes import task_recipe
+    from task_recipes import task_recipe
+
     from robot_rl.runtime.train_loop import train
 
     out = Path(args.out or tempfile.mkdtemp(prefix="reward_classifier_"))

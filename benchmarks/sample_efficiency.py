@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 from rich.console import Console
+from task_recipes import task_recipe
 
-from robot_rl.runtime.recipes import task_recipe
 from robot_rl.runtime.train_loop import TrainConfig, train
 
 

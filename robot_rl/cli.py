@@ -1,8 +1,10 @@
 """The `robot-rl` console script: a registry of subcommands, each imported only when chosen.
 
 A subcommand is a module in `robot_rl.commands` with a config dataclass (parsed by tyro) and
-`run(config) -> int`; adding one is a module plus one line in COMMANDS. Nothing heavy is imported
-here, so `robot-rl --help` stays fast and works without JAX.
+`run(config) -> int`; adding one is a module plus one line in COMMANDS. A module that sets
+`CONFIG_FILE = True` also takes `--config FILE` (`robot_rl.config_file`: the file's fields,
+then the flags beside it). Nothing heavy is imported here, so `robot-rl --help` stays fast and
+works without JAX.
 """
 
 from __future__ import annotations
@@ -154,7 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     import tyro
 
     try:
-        config = tyro.cli(config_cls, args=rest, prog=f"{PROG} {name}", description=description)
+        if getattr(module, "CONFIG_FILE", False):  # --config FILE: the whole config, as a file
+            from robot_rl.config_file import parse_args
+
+            config = parse_args(config_cls, rest, prog=f"{PROG} {name}", description=description)
+        else:
+            config = tyro.cli(config_cls, args=rest, prog=f"{PROG} {name}", description=description)
         return int(module.run(config) or 0)
     except SystemExit as err:  # --help, a bad option, or a command that calls sys.exit
         return _exit_code(err)

@@ -4,7 +4,9 @@ It names the robot (kind, model, address, namespace), the workspace limits, the 
 observation name each one serves, its namespace) and the driver nodes to start: executables on
 PATH with their namespace and parameters. The drivers themselves come from ``drivers/``; a file
 may name executables that are not installed yet (``missing_executables`` says which), so the
-file can be written and validated before its drivers exist. Format:
+file can be written and validated before its drivers exist. The processes and the actor's ROS
+settings a file gives are ``robot_rl.stack``'s to build (``driver_processes``,
+``actor_config``): this module imports nothing of the stack. Format:
 ``hardware/fr3_realsense_spacemouse.yaml``.
 """
 
@@ -71,29 +73,6 @@ class Hardware:
                 f"{self.path}: the run observes cameras {missing} that no "
                 f"camera node serves (it has {sorted(self.cameras)})"
             )
-
-    def processes(self):
-        from robot_rl.stack import ProcessSpec
-
-        return [
-            ProcessSpec(
-                name=n.name,
-                role=n.role,
-                executable=n.executable,
-                namespace=n.namespace,
-                parameters=dict(n.parameters),
-                respawn=n.respawn,
-            )
-            for n in self.nodes
-        ]
-
-    def actor_arguments(self) -> list[str]:
-        args = ["--ros.namespace", self.robot_namespace]
-        if self.cameras:
-            args.append("--ros.camera-namespaces")
-            for camera, namespace in self.cameras.items():
-                args += [camera, namespace]
-        return args
 
     def missing_executables(self) -> list[str]:
         return [n.executable for n in self.nodes if shutil.which(n.executable) is None]

@@ -4,6 +4,8 @@ the step from that description (``robot_rl.stack``) to launch actions.
 Importing this needs neither ``launch`` nor ``launch_ros``: only ``to_actions`` and
 ``launch_description`` import them, and only ``generate_launch_description`` calls those, so a
 test can load a launch file and compare what it would start with what ``robot-rl up`` starts.
+Like ``robot-rl up``, a launch writes the actor's and the learner's whole configs to
+``<run_dir>/config/*.json`` and starts them with ``--config FILE``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from dataclasses import dataclass
 
 from robot_rl.errors import UserError
-from robot_rl.stack import PARTS, ProcessSpec, StackConfig, stack_processes
+from robot_rl.stack import PARTS, ProcessSpec, StackConfig, stack_processes, write_config_files
 
 RESPAWN_DELAY = 2.0
 """Seconds before a respawned node starts again (``robot-rl up`` waits as long)."""
@@ -60,9 +62,15 @@ COMMON = (
 LEARNER_ARGS = LaunchArgument(
     "learner_args",
     "",
-    "Further robot-rl learner options, e.g. '--agent.num-critics 2 --batch-size 64'",
+    "The learner's own options: a config file and/or flags, e.g. '--config learner.json' or "
+    "'--agent.num-critics 2 --batch-size 64' (the stack's arguments above win)",
 )
-ACTOR_ARGS = LaunchArgument("actor_args", "", "Further actor options, e.g. '--ros.max-age 0.5'")
+ACTOR_ARGS = LaunchArgument(
+    "actor_args",
+    "",
+    "The actor's own options: a config file and/or flags, e.g. '--ros.max-age 0.5' "
+    "(the stack's arguments above win)",
+)
 SPEEDUP = LaunchArgument("speedup", "4.0", "Twin only: simulated seconds per wall second")
 HARDWARE = LaunchArgument(
     "hardware", "", "The setup's hardware file (hardware/*.yaml): robot, cameras, driver nodes"
@@ -90,6 +98,11 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
     v = {**known, **values}
     try:
         total = int(v["total_steps"]) if v["total_steps"] else None
+        learner = actor = None
+        if "learner" in parts:
+            learner = _options("learner_args", v["learner_args"])
+        if "actor" in parts:
+            actor = _options("actor_args", v["actor_args"])
         config = StackConfig(
             task=v["task"],
             mode=mode,
@@ -101,12 +114,27 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
             learner_endpoint=v["learner"],
             run_dir=v["run_dir"],
             total_steps=total,
-            learner_args=tuple(shlex.split(v.get("learner_args", ""))),
-            actor_args=tuple(shlex.split(v.get("actor_args", ""))),
+            learner=learner,
+            actor=actor,
         )
     except ValueError as err:
         raise ValueError(f"bad launch argument: {err}") from err
     return stack_processes(config, parts)
+
+
+def _options(argument: str, text: str):
+    """A ``learner_args`` / ``actor_args`` value as the config it gives (``--config FILE``
+    and flags, as ``robot-rl learner`` / the actor node parse them)."""
+    from robot_rl.config_file import parse_args
+
+    if argument == "learner_args":
+        from robot_rl.runtime.learner import LearnerConfig as config_class
+    else:
+        from robot_rl.runtime.actor import ActorConfig as config_class
+    try:
+        return parse_args(config_class, shlex.split(text), default=config_class(), prog=argument)
+    except SystemExit:  # tyro has said what is wrong on stderr
+        raise ValueError(f"{argument}: cannot parse {text!r} (see above)") from None
 
 
 def check_installed(processes: list[ProcessSpec], hardware: str | None = None) -> None:
@@ -176,6 +204,7 @@ def launch_description(mode: str, parts: tuple[str, ...]):
         values = {a.name: LaunchConfiguration(a.name).perform(context) for a in arguments}
         processes = describe(mode, parts, values)
         check_installed(processes, values.get("hardware"))
+        write_config_files(processes)  # the actor's and the learner's --config files
         return to_actions(processes)
 
     return LaunchDescription(

@@ -11,16 +11,25 @@ process (the learner, which needs no ROS 2). For a task and a mode:
 - ``robot``: the driver nodes named in a ``hardware/*.yaml`` (``robot_rl.hardware``), the actor
   (wall time) and the learner.
 
-Pure Python: no ROS 2, launch or MuJoCo import.
+The actor and the learner get their whole configuration as a file: each one's ``ProcessSpec``
+carries its config (``ActorConfig``, ``LearnerConfig``) and the file it is written to
+(``<run_dir>/config/<name>.json``, by ``write_config_files`` just before the processes start);
+its command line is ``--config FILE``. The stack's own settings (task, seed, cameras, addresses,
+folders) win over the same fields in the base configs it is given.
+
+Pure Python: no ROS 2, launch or MuJoCo import (the actor's and the learner's config classes
+are imported when a stack is described).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from robot_rl.config_file import CONFIG_FLAG, write_config
 from robot_rl.robot_kinds import robot_kind
 
 MODES = ("sim", "robot")
@@ -53,6 +62,10 @@ class ProcessSpec:
     """False: a plain process (no ``--ros-args``)."""
     respawn: bool = False
     """Restart it when it dies (sensor drivers: a camera that crashes comes back)."""
+    config: Any = field(default=None, hash=False)
+    """The process's whole config (the actor's, the learner's), given as ``config_file``."""
+    config_file: str | None = None
+    """Where ``config`` is written before the process starts (its ``--config`` argument)."""
 
     def __post_init__(self) -> None:
         if (self.module is None) == (self.executable is None):
@@ -61,6 +74,10 @@ class ProcessSpec:
             raise ValueError(
                 f"process {self.name!r}: namespace {self.namespace!r} must start with '/'"
             )
+
+    def write_config(self) -> None:
+        if self.config is not None:
+            write_config(self.config, self.config_file)
 
     def ros_arguments(self) -> list[str]:
         """What launch_ros appends for the node's name, namespace, parameters, remappings."""
@@ -132,10 +149,12 @@ class StackConfig:
     """Actor transitions and learner budget (None: the learner's recipe, the actor runs on)."""
     log_every: float = 2.0
     """Seconds between the actor's and the learner's progress lines."""
-    learner_args: tuple[str, ...] = ()
-    """Further ``robot-rl learner`` options (agent size, demos, batch size...)."""
-    actor_args: tuple[str, ...] = ()
-    """Further actor options (``--ros.max-age``...)."""
+    learner: Any = None
+    """The learner's own options (a ``LearnerConfig``: agent size, demos, batch size...) that
+    the stack's settings complete; None: its defaults."""
+    actor: Any = None
+    """The actor's own options (an ``ActorConfig``: ``ros.max_age``, the operator...) that the
+    stack's settings complete; None: its defaults."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -153,14 +172,13 @@ class StackConfig:
     def actor_id(self) -> str:
         return f"{self.mode}-{self.task}"
 
-    def observation_args(self) -> list[str]:
-        """The actor's and the learner's observation-mode options (robot mode on a robot)."""
-        args = []
-        if self.privileged_state is not None:
-            args += ["--privileged-state", str(self.privileged_state)]
-        if self.robot_mode or self.mode == "robot":
-            args.append("--robot-mode")
-        return args
+    @property
+    def observes_robot_only(self) -> bool:
+        """Robot mode: on a robot always."""
+        return self.robot_mode or self.mode == "robot"
+
+    def config_file(self, name: str) -> str:
+        return f"{self.run_dir}/config/{name}.json"
 
 
 def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[ProcessSpec]:
@@ -175,7 +193,7 @@ def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[Pr
         cameras=tuple(cfg.cameras),
         image_size=cfg.image_size,
         privileged_state=cfg.privileged_state,
-        robot_mode=cfg.robot_mode or cfg.mode == "robot",
+        robot_mode=cfg.observes_robot_only,
     )
     task = make_task(cfg.task, **mode.task_options(cfg.task))
     hardware = None
@@ -186,12 +204,33 @@ def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[Pr
         hardware.check_task(task)
     processes: list[ProcessSpec] = []
     if "nodes" in parts:
-        processes += hardware.processes() if hardware else twin_processes(cfg, task)
+        processes += driver_processes(hardware) if hardware else twin_processes(cfg, task)
     if "actor" in parts:
         processes.append(actor_process(cfg, hardware))
     if "learner" in parts:
         processes.append(learner_process(cfg))
     return processes
+
+
+def write_config_files(processes: list[ProcessSpec]) -> None:
+    """Write each process's config file (call just before starting them)."""
+    for spec in processes:
+        spec.write_config()
+
+
+def driver_processes(hardware) -> list[ProcessSpec]:
+    """The driver nodes a hardware file names (``robot_rl.hardware.Hardware``)."""
+    return [
+        ProcessSpec(
+            name=n.name,
+            role=n.role,
+            executable=n.executable,
+            namespace=n.namespace,
+            parameters=dict(n.parameters),
+            respawn=n.respawn,
+        )
+        for n in hardware.nodes
+    ]
 
 
 def twin_processes(cfg: StackConfig, task) -> list[ProcessSpec]:
@@ -232,82 +271,103 @@ def twin_processes(cfg: StackConfig, task) -> list[ProcessSpec]:
     return nodes
 
 
-def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
-    args = [
-        "--task",
-        cfg.task,
-        "--learner",
-        cfg.learner_endpoint,
-        "--backend",
-        "ros",
-        "--speedup",
-        "0",
-        "--actor-id",
-        cfg.actor_id,
-        "--outbox-dir",
-        f"{cfg.run_dir}/actor/outbox",
-        "--seed",
-        str(cfg.seed),
-        "--image-size",
-        str(cfg.image_size),
-        "--log-every",
-        str(cfg.log_every),
-        # the learner must hold every transition to finish its budget: wait for it
-        "--flush-timeout",
-        "600",
-    ]
-    if cfg.cameras:
-        args += ["--cameras", *cfg.cameras]
-    args += cfg.observation_args()
+def _unless_given(config, default, **values) -> dict:
+    """``values`` for the fields ``config`` leaves at ``default``'s value (a stack default that
+    an option the user gave keeps from overriding)."""
+    return {k: v for k, v in values.items() if getattr(config, k) == getattr(default, k)}
+
+
+def actor_config(cfg: StackConfig, hardware=None):
+    """The actor's whole config: ``cfg.actor`` completed by the stack."""
+    from robot_rl.runtime.actor import ActorConfig
+
+    base = cfg.actor if cfg.actor is not None else ActorConfig()
+    default = ActorConfig()
+    changes = {
+        "task": cfg.task,
+        "learner": cfg.learner_endpoint,
+        "backend": "ros",
+        "actor_id": cfg.actor_id,
+        "outbox_dir": f"{cfg.run_dir}/actor/outbox",
+        "seed": cfg.seed,
+        "image_size": cfg.image_size,
+        "log_every": cfg.log_every,
+        "cameras": tuple(cfg.cameras),
+        "robot_mode": base.robot_mode or cfg.observes_robot_only,
+        # the ROS clock paces the loop; the learner must hold every transition to finish its
+        # budget: wait for it
+        **_unless_given(base, default, speedup=0.0, flush_timeout=600.0),
+    }
+    if cfg.privileged_state is not None:
+        changes["privileged_state"] = cfg.privileged_state
     if cfg.total_steps is not None:
-        args += ["--total-steps", str(cfg.total_steps)]
+        changes["total_steps"] = cfg.total_steps
+    ros, ros_default = base.ros, default.ros
     if hardware is not None:
-        args += hardware.actor_arguments()
         # a driver's reset service answers once the arm is at its reset pose: give it the time
         # its own reset_timeout allows (the Franka node's: 15 s), not the default 10 s
-        args += ["--ros.service-timeout", "60"]
+        ros = dataclasses.replace(
+            ros,
+            namespace=hardware.robot_namespace,
+            camera_namespaces=dict(hardware.cameras),
+            **_unless_given(ros, ros_default, service_timeout=60.0),
+        )
     else:
         # the twin's nodes may still be starting, a respawned camera takes a while: wait for
         # them (in wall seconds) rather than fail the run
-        args += ["--ros.ready-timeout", "90", "--ros.service-timeout", "60"]
+        ros = dataclasses.replace(
+            ros, **_unless_given(ros, ros_default, ready_timeout=90.0, service_timeout=60.0)
+        )
         if cfg.max_learner_lag is not None:  # hold the recipe's update-to-data ratio
-            args += ["--max-learner-lag", str(cfg.max_learner_lag)]
+            changes.update(_unless_given(base, default, max_learner_lag=cfg.max_learner_lag))
+    return dataclasses.replace(base, ros=ros, **changes)
+
+
+def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
+    path = cfg.config_file("actor")
     return ProcessSpec(
         name="actor",
         role="actor",
         module=ACTOR_NODE,
-        arguments=(*args, *cfg.actor_args),
+        arguments=(CONFIG_FLAG, path),
         parameters={"use_sim_time": cfg.mode == "sim"},
+        config=actor_config(cfg, hardware),
+        config_file=path,
     )
 
 
-def learner_process(cfg: StackConfig) -> ProcessSpec:
-    args = [
-        "learner",
-        "--task",
-        cfg.task,
-        "--bind",
-        cfg.learner_endpoint,
-        "--run-dir",
-        f"{cfg.run_dir}/learner",
-        "--seed",
-        str(cfg.seed),
-        "--image-size",
-        str(cfg.image_size),
-        "--log-every",
-        str(cfg.log_every),
-    ]
-    if cfg.cameras:
-        args += ["--cameras", *cfg.cameras]
-    args += cfg.observation_args()
+def learner_config(cfg: StackConfig):
+    """The learner's whole config: ``cfg.learner`` completed by the stack."""
+    from robot_rl.runtime.learner import LearnerConfig
+
+    base = cfg.learner if cfg.learner is not None else LearnerConfig()
+    changes = {
+        "task": cfg.task,
+        "bind": cfg.learner_endpoint,
+        "run_dir": f"{cfg.run_dir}/learner",
+        "seed": cfg.seed,
+        "image_size": cfg.image_size,
+        "log_every": cfg.log_every,
+        "cameras": tuple(cfg.cameras),
+        "robot_mode": base.robot_mode or cfg.observes_robot_only,
+    }
+    if cfg.privileged_state is not None:
+        changes["privileged_state"] = cfg.privileged_state
     if cfg.mode == "robot":  # its checkpoints then say they come from this robot, not the twin
-        args += ["--hardware", str(Path(cfg.hardware).absolute())]
+        changes["hardware"] = str(Path(cfg.hardware).absolute())
     if cfg.total_steps is not None:
-        args += ["--total-steps", str(cfg.total_steps)]
+        changes["total_steps"] = cfg.total_steps
+    return dataclasses.replace(base, **changes)
+
+
+def learner_process(cfg: StackConfig) -> ProcessSpec:
+    path = cfg.config_file("learner")
     return ProcessSpec(
         name="learner",
         role="learner",
         module=CLI_MODULE,
-        arguments=(*args, *cfg.learner_args),
+        arguments=("learner", CONFIG_FLAG, path),
         ros_node=False,
+        config=learner_config(cfg),
+        config_file=path,
     )

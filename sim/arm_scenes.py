@@ -2,7 +2,8 @@
 
 The arm file carries two marker comments; a scene fills them: TOOL inside the hand body (a peg
 rigidly held between the fingers) and SCENE in the world body (a free cube, a hole board).
-Object names here are the ``object/<name>_pos`` readings of the twin.
+Object names here are the ``object/<name>_pos`` readings of the twin. A task names its scene
+(``Task.scene``); ``SCENES`` resolves the name.
 """
 
 from __future__ import annotations
@@ -83,15 +84,34 @@ def _compose(tool: str = "", scene: str = "") -> str:
     return text.replace("<!-- TOOL -->", tool).replace("<!-- SCENE -->", scene)
 
 
+def _cube() -> ArmScene:
+    return ArmScene(_compose(scene=_CUBE), free_objects=("cube",))
+
+
+def _peg_and_board() -> ArmScene:
+    return ArmScene(
+        _compose(tool=_PEG, scene=_board()),
+        mocap_objects=("board",),
+        object_sites={"peg": "peg_tip", "hole": "hole"},
+    )
+
+
+def _empty() -> ArmScene:
+    return ArmScene(_compose())
+
+
+SCENES = {"cube": _cube, "peg_and_board": _peg_and_board, "empty": _empty}
+"""Scene name (a task's ``scene``) -> its builder."""
+
+
 def build_scene(name: str) -> ArmScene:
-    if name == "pick_cube":
-        return ArmScene(_compose(scene=_CUBE), free_objects=("cube",))
-    if name == "peg_insert":
-        return ArmScene(
-            _compose(tool=_PEG, scene=_board()),
-            mocap_objects=("board",),
-            object_sites={"peg": "peg_tip", "hole": "hole"},
-        )
-    if name == "empty":
-        return ArmScene(_compose())
-    raise ValueError(f"no arm scene for task {name!r}; have pick_cube, peg_insert, empty")
+    if name not in SCENES:
+        raise ValueError(f"no arm scene {name!r}; have {', '.join(SCENES)}")
+    return SCENES[name]()
+
+
+def scene_of(task) -> ArmScene:
+    """The scene an arm task names (``Task.scene``)."""
+    if task.scene is None:
+        raise ValueError(f"task {task.name!r} names no arm scene (its class sets no `scene`)")
+    return build_scene(task.scene)

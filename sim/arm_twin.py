@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 
 from robot_rl.envs.backend import Command, Reading
-from robot_rl.sim.arm_scenes import ArmScene, build_scene
+from robot_rl.sim.arm_scenes import ArmScene, scene_of
 from robot_rl.sim.rendering import FrameRenderer
 
 HOME_JOINTS = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
@@ -308,7 +308,7 @@ class ArmTwin:
 
 def arm_twin_model(task) -> mujoco.MjModel:
     """The MuJoCo model of ``task``'s scene (what the camera twins render)."""
-    return mujoco.MjModel.from_xml_string(build_scene(task.name).xml)
+    return mujoco.MjModel.from_xml_string(scene_of(task).xml)
 
 
 def make_arm_twin(task, seed: int | None = None) -> ArmTwin:
@@ -317,9 +317,8 @@ def make_arm_twin(task, seed: int | None = None) -> ArmTwin:
     ``seed`` is accepted for symmetry with other backends; the physics is deterministic and all
     randomisation comes from the task's reset with the env's generator.
     """
-    # a task may share another's scene (put_down_cube uses pick_cube's)
     return ArmTwin(
-        build_scene(getattr(task, "scene", task.name)),
+        scene_of(task),
         control_hz=task.control_hz,
         cameras=tuple(task.cameras),
         image_size=task.image_size,

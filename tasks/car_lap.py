@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 import gymnasium as gym
 import numpy as np
@@ -82,6 +83,8 @@ class LapProgress:
 class CarLapTask(Task):
     name = "car_lap"
     robot = "car"
+    teleop_axes = ("linear.x", "angular.z")
+    recipe = MappingProxyType({"total_steps": 30_000, "demos": 5, "start_steps": 500})
     # A finished lap does not end the episode: practice goes on and the next lap is timed (the
     # time limit truncates). Progress is then a plain reward, not a cost.
     ends_on_success = False

@@ -13,6 +13,7 @@ constant by design here (closed on the peg), and a constant input teaches nothin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import gymnasium as gym
 import numpy as np
@@ -44,6 +45,10 @@ class PegInsertTask(Task):
     name = "peg_insert"
     robot = "arm"
     reward_needs_twin = True  # scoring reads object poses: a robot uses a reward classifier
+    scene = "peg_and_board"
+    twin_objects = ("board", "peg", "hole")
+    teleop_axes = ("linear.x", "linear.y", "linear.z", "angular.z")
+    recipe = MappingProxyType({"total_steps": 30_000, "demos": 20, "start_steps": 500})
 
     max_episode_steps: int = 100
     step_size: float = 0.015

@@ -14,6 +14,7 @@ and drops them with ``privileged_state=False``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import gymnasium as gym
 import numpy as np
@@ -45,6 +46,11 @@ class PickCubeTask(Task):
     name = "pick_cube"
     robot = "arm"
     reward_needs_twin = True  # scoring reads object poses: a robot uses a reward classifier
+    scene = "cube"
+    twin_objects = ("cube",)
+    teleop_axes = ("linear.x", "linear.y", "linear.z", "gripper")
+    recipe = MappingProxyType({"total_steps": 20_000, "demos": 20, "start_steps": 500})
+    backward_task = "put_down_cube"
 
     max_episode_steps: int = 100
     step_size: float = 0.02

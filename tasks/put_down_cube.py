@@ -33,7 +33,10 @@ OPEN = 0.1
 @dataclass(frozen=True)
 class PutDownCubeTask(PickCubeTask):
     name = "put_down_cube"
-    scene = "pick_cube"  # the twin builds pick_cube's scene for it
+    # pick_cube's scene, objects and teleop axes (inherited); not its recipe nor its backward
+    # task: this one is the backward task
+    recipe = None
+    backward_task = None
 
     max_episode_steps: int = 50
     release_clearance: float = 0.05

@@ -298,10 +298,11 @@ class CellProcesses(Processes):
 
     def __init__(self, hardware_file: Path, logs: Path, only: tuple[str, ...] | None = None):
         from robot_rl.hardware import load_hardware
+        from robot_rl.stack import driver_processes
 
         super().__init__(logs)
         self.hardware = load_hardware(hardware_file)
-        for spec in self.hardware.processes():
+        for spec in driver_processes(self.hardware):
             if only is None or spec.name in only:
                 self.command(spec.name, spec.command())
 

@@ -152,13 +152,11 @@ def test_evaluation_in_the_twin_may_read_the_contact_flag():
 
 def test_the_actor_of_a_robot_car_stack_subscribes_to_no_sim_topic(tmp_path):
     pytest.importorskip("rclpy")
-    import tyro
 
     from robot_rl.envs.task import make_task
     from robot_rl.hardware import load_hardware
-    from robot_rl.ros.actor_node import split_ros_args
+    from robot_rl.ros.actor_node import parse_actor_args, split_ros_args
     from robot_rl.ros.backend import make_ros_backend
-    from robot_rl.runtime.actor import ActorConfig
     from robot_rl.stack import StackConfig, actor_process
 
     hardware = ROOT / "hardware" / "fastrlap_car.yaml"
@@ -170,9 +168,10 @@ def test_the_actor_of_a_robot_car_stack_subscribes_to_no_sim_topic(tmp_path):
         run_dir=str(tmp_path),
     )
     actor = actor_process(robot, load_hardware(hardware))
-    assert "--robot-mode" in actor.arguments
+    assert actor.config.robot_mode
+    actor.write_config()  # what up and the launch files do before it starts
     own, _ = split_ros_args(list(actor.arguments))
-    cfg = tyro.cli(ActorConfig, args=own, default=ActorConfig(backend="ros", speedup=0.0))
+    cfg = parse_actor_args(own)
     backend = make_ros_backend(make_task(cfg.task, **cfg.task_options(cfg.task)), cfg.ros)
     try:
         topics = sorted(s.topic_name for s in backend.node.subscriptions)

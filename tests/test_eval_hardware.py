@@ -153,8 +153,8 @@ def test_learner_checkpoints_record_the_backend_up_robot_names(tmp_path):
 
     hardware = twin_hardware(tmp_path)
     robot = learner_process(StackConfig(mode="robot", hardware=str(hardware)))
-    assert robot.arguments[robot.arguments.index("--hardware") + 1] == str(hardware.absolute())
-    assert "--hardware" not in learner_process(StackConfig(mode="sim")).arguments
+    assert robot.config.hardware == str(hardware.absolute())  # in its --config file
+    assert learner_process(StackConfig(mode="sim")).config.hardware is None
     for name, given, backend in (("robot", str(hardware), "robot"), ("twin", None, "twin")):
         learner = Learner(
             LearnerConfig(

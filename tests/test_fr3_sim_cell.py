@@ -143,13 +143,11 @@ def test_only_the_sim_topics_carry_the_ground_truth_and_reset_places_the_cube(ce
 
 
 def test_the_actor_of_up_robot_reads_the_cell_and_subscribes_to_no_sim_topic(cell, tmp_path):
-    import tyro
 
     from robot_rl.envs.task import make_task
     from robot_rl.hardware import load_hardware
-    from robot_rl.ros.actor_node import split_ros_args
+    from robot_rl.ros.actor_node import parse_actor_args, split_ros_args
     from robot_rl.ros.backend import make_ros_backend
-    from robot_rl.runtime.actor import ActorConfig
     from robot_rl.stack import StackConfig, actor_process
 
     _, _, hardware_file, _ = cell
@@ -161,8 +159,9 @@ def test_the_actor_of_up_robot_reads_the_cell_and_subscribes_to_no_sim_topic(cel
         run_dir=str(tmp_path),
     )
     actor = actor_process(stack, load_hardware(hardware_file))
+    actor.write_config()  # what up and the launch files do before it starts
     own, _ = split_ros_args(list(actor.arguments))
-    cfg = tyro.cli(ActorConfig, args=own, default=ActorConfig(backend="ros", speedup=0.0))
+    cfg = parse_actor_args(own)
     task = make_task(cfg.task, **cfg.task_options(cfg.task))
     # wall time, as the actor node's use_sim_time parameter says in a robot stack
     backend = make_ros_backend(task, dataclasses.replace(cfg.ros, use_sim_time=False))

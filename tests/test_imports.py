@@ -1,8 +1,11 @@
-"""The core library imports without ROS 2, MuJoCo, torch or any device library."""
+"""The core library imports without ROS 2, MuJoCo, torch or any device library, and the
+import graph has no circles of two modules and no upward imports (core -> commands or sim)."""
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 CORE_MODULES = [
     "robot_rl.agents.sac",
@@ -33,3 +36,120 @@ def test_core_imports_pull_in_no_ros_mujoco_torch_or_device_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+# -- the import graph: no circles, no upward imports ---------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIRS = {
+    "robot_rl": ROOT / "robot_rl",
+    "robot_rl.drivers": ROOT / "drivers",
+    "robot_rl.sim": ROOT / "sim",
+    "robot_rl.tasks": ROOT / "tasks",
+}
+"""Where each part of the ``robot_rl`` namespace lives (pyproject's package-dir)."""
+CORE = ("agents", "data", "envs", "tasks", "transport", "rewards", "resets", "ros", "drivers")
+CORE_MODULES_TOP = ("robot_kinds", "hardware", "stack", "launch_support", "config_file", "errors")
+"""The library below the entry points and the twin: it imports neither ``robot_rl.commands``
+nor ``robot_rl.sim`` (``runtime`` may build a twin, lazily, through ``robot_kinds`` or its own
+imports; the commands are the top)."""
+KNOWN_CIRCLES = {
+    # sim/cells: a cell node starts its parts (camera, simulated human) by import, and the
+    # parts import the node's topic names and state layout from it
+    ("robot_rl.sim.cells.car_camera", "robot_rl.sim.cells.car_cell"),
+    ("robot_rl.sim.cells.cell_camera", "robot_rl.sim.cells.fr3_cell"),
+    ("robot_rl.sim.cells.cell_human", "robot_rl.sim.cells.fr3_cell"),
+}
+KNOWN_UPWARD = {
+    # the car twin's scripted lap recording runs the record-lap command on the twin node
+    ("robot_rl.sim.experts.car_lap", "robot_rl.commands.record_lap"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for package, folder in PACKAGE_DIRS.items():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if package == "robot_rl" and parts and f"robot_rl.{parts[0]}" in PACKAGE_DIRS:
+                continue  # drivers/, sim/, tasks/ are mapped in from the root
+            modules[".".join([package, *parts])] = path
+    return modules
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations only)."""
+    return {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the robot_rl modules it imports, anywhere in it (a function's lazy import
+    counts; an ``if TYPE_CHECKING:`` import does not)."""
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        annotations_only = _type_checking_nodes(tree)
+        targets = set()
+        for node in ast.walk(tree):
+            if id(node) in annotations_only:
+                continue
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                    base = ".".join(here[: len(here) - node.level + 1] + ([base] if base else []))
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    targets.add(full if full in modules else base)
+        resolved = set()
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                resolved.add(target)
+        graph[name] = resolved
+    return graph
+
+
+def test_no_two_modules_import_each_other():
+    graph = import_graph()
+    circles = {
+        tuple(sorted((a, b))) for a, targets in graph.items() for b in targets if a in graph[b]
+    }
+    assert circles - KNOWN_CIRCLES == set(), "modules that import each other"
+
+
+def test_the_core_imports_no_command_and_no_twin():
+    def core(module: str) -> bool:
+        rest = module.removeprefix("robot_rl.")
+        return rest.split(".")[0] in CORE or rest in CORE_MODULES_TOP
+
+    upward = set()
+    for module, targets in import_graph().items():
+        for target in targets:
+            to_commands = target.startswith("robot_rl.commands")
+            from_commands = module.startswith("robot_rl.commands") or module == "robot_rl.cli"
+            if to_commands and not from_commands:
+                upward.add((module, target))
+            if core(module) and target.startswith("robot_rl.sim"):
+                upward.add((module, target))
+    assert upward - KNOWN_UPWARD == set(), "imports upward (core -> commands or sim)"
+
+
+def test_the_import_graph_sees_lazy_imports():
+    """The check above would pass vacuously if the graph missed imports inside functions."""
+    graph = import_graph()
+    assert "robot_rl.stack" in graph["robot_rl.launch_support"]
+    assert "robot_rl.hardware" in graph["robot_rl.stack"]  # imported inside stack_processes
+    assert "robot_rl.sim.simulated_human" in graph["robot_rl.runtime.interventions"]

@@ -211,15 +211,15 @@ def test_robot_mode_train_relabelling_is_refused_up_front_in_one_line(capsys, tm
     twin.check_reward_source("pick_cube", "c")
 
 
-def _actor_subscriptions(actor_arguments: tuple[str, ...]) -> list[str]:
+def _actor_subscriptions(actor) -> list[str]:
     """The topics the actor's node subscribes to, built as ``run_actor`` builds it from the
-    arguments the stack gives the actor process."""
-    from robot_rl.ros.actor_node import split_ros_args
+    arguments (and the config file) the stack gives the actor process."""
+    from robot_rl.ros.actor_node import parse_actor_args, split_ros_args
     from robot_rl.ros.backend import make_ros_backend
-    from robot_rl.runtime.actor import ActorConfig
 
-    own, _ = split_ros_args(list(actor_arguments))
-    cfg = tyro.cli(ActorConfig, args=own, default=ActorConfig(backend="ros", speedup=0.0))
+    actor.write_config()
+    own, _ = split_ros_args(list(actor.arguments))
+    cfg = parse_actor_args(own)
     task = make_task(cfg.task, **cfg.task_options(cfg.task))
     backend = make_ros_backend(task, cfg.ros)
     try:
@@ -245,13 +245,13 @@ def test_the_actor_node_of_a_robot_stack_subscribes_to_no_sim_topic(tmp_path):
         run_dir=str(tmp_path),
     )
     actor = actor_process(robot, load_hardware(hardware))
-    assert "--robot-mode" in actor.arguments
-    topics = _actor_subscriptions(actor.arguments)
+    assert actor.config.robot_mode
+    topics = _actor_subscriptions(actor)
     assert any(t.endswith("image_raw") for t in topics) and any("ee_pose" in t for t in topics)
     assert [t for t in topics if t.startswith("/sim/")] == []
     # the same actor on the twin's nodes (sim stack, state only) does read the cube's pose
     sim = StackConfig(task="pick_cube", mode="sim", run_dir=str(tmp_path))
-    assert "/sim/objects/cube/pose" in _actor_subscriptions(actor_process(sim).arguments)
+    assert "/sim/objects/cube/pose" in _actor_subscriptions(actor_process(sim))
 
 
 def _tiny_train(tmp_path, **changes):

@@ -233,9 +233,8 @@ def test_robot_mode_actor_refuses_the_ground_truth_labeller(tmp_path):
 
 
 def test_up_robot_gives_its_actor_the_operator_and_refuses_the_keyboard(tmp_path):
-    import tyro
-
     from robot_rl.commands.up import UpConfig, planned_processes
+    from robot_rl.config_file import parse_args
     from robot_rl.runtime.actor import ActorConfig
 
     hardware = "hardware/fr3_sim.yaml"
@@ -253,7 +252,8 @@ def test_up_robot_gives_its_actor_the_operator_and_refuses_the_keyboard(tmp_path
     actor = next(
         p for p in planned_processes(cfg, tmp_path, "tcp://127.0.0.1:1") if p.role == "actor"
     )
-    parsed = tyro.cli(ActorConfig, args=list(actor.arguments))
+    actor.write_config()  # as up does before it starts the actor
+    parsed = parse_args(ActorConfig, list(actor.arguments))
     assert (parsed.operator, parsed.success_button, parsed.label_timeout) == ("joy", 5, 20.0)
     assert parsed.relabel_false_positives and parsed.robot_mode
     parsed.validate()  # the actor takes what up gives it

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import tyro
 
-from robot_rl.runtime.recipes import PIXEL_RECIPE, RECIPES, resolve
+from robot_rl.envs.task import task_class
+from robot_rl.runtime.recipes import PIXEL_RECIPE, resolve
 from robot_rl.runtime.train_loop import TrainConfig
 
 
@@ -20,8 +21,8 @@ def test_cameras_take_the_pixel_recipe_on_top_of_the_tasks():
         PIXEL_RECIPE["batch_size"],
     )
     assert (cfg.image_size, cfg.batch_size) == (32, 64)
-    assert cfg.total_steps == RECIPES["pick_cube"]["total_steps"]
-    assert cfg.demos == RECIPES["pick_cube"]["demos"]
+    assert cfg.total_steps == task_class("pick_cube").recipe["total_steps"]
+    assert cfg.demos == task_class("pick_cube").recipe["demos"]
     assert cfg.resolved_privileged_state() is False  # pixels only
 
 

@@ -109,8 +109,11 @@ def test_stack_roles_names_and_ros_parameters(tmp_path):
         "use_sim_time:=true",
     ]
     assert not learner.ros_node and "--ros-args" not in learner.command()
-    assert learner.command()[3:5] == ["learner", "--task"]
-    assert "--agent.hidden-dims" in learner.arguments and "--batch-size" in learner.arguments
+    # the learner's whole config goes as a file (robot_rl.config_file), with the agent and
+    # the batch size up was given
+    assert learner.command()[3:] == ["learner", "--config", f"{tmp_path}/config/learner.json"]
+    assert learner.config.task == "pick_cube"
+    assert learner.config.agent.hidden_dims == (32, 32) and learner.config.batch_size == 32
 
 
 def test_launch_actions_carry_the_description_unchanged(monkeypatch, tmp_path):
@@ -149,13 +152,11 @@ def test_robot_launch_starts_the_hardware_files_drivers_and_the_actor(monkeypatc
     assert names == ["franka_driver", "front_camera", "wrist_camera", "spacemouse", "actor"]
     actor = processes[-1]
     assert actor.parameters == {"use_sim_time": False}
-    args = list(actor.arguments)
-    assert args[args.index("--ros.namespace") + 1] == "/arm"
-    assert args[args.index("--ros.camera-namespaces") + 1 :][:4] == [
-        "front",
-        "/front_cam",
-        "wrist",
-        "/wrist_cam",
+    assert actor.arguments == ("--config", f"{tmp_path}/config/actor.json")
+    assert actor.config.ros.namespace == "/arm"
+    assert list(actor.config.ros.camera_namespaces.items()) == [
+        ("front", "/front_cam"),
+        ("wrist", "/wrist_cam"),
     ]
     # the parameters reach the driver as typed ROS values
     driver = processes[0].command()

@@ -257,9 +257,8 @@ def test_train_with_encoder_weights_records_the_encoder_and_eval_rebuilds_it(
 
 
 def test_up_hands_the_encoder_weights_to_the_learner(tmp_path):
-    import tyro
-
     from robot_rl.commands.up import LEARNER_AGENT, UpConfig, planned_processes
+    from robot_rl.config_file import parse_args
     from robot_rl.runtime.learner import LearnerConfig
 
     agent = LEARNER_AGENT.replace(
@@ -269,5 +268,6 @@ def test_up_hands_the_encoder_weights_to_the_learner(tmp_path):
     )
     up = UpConfig("sim", cameras=("front",), agent=agent)
     learner = planned_processes(up, tmp_path, "tcp://127.0.0.1:5999")[-1]
-    parsed = tyro.cli(LearnerConfig, args=list(learner.arguments[1:]))
+    learner.write_config()  # as up does before it starts the learner
+    parsed = parse_args(LearnerConfig, list(learner.arguments[1:]))  # as robot-rl learner
     assert parsed.agent == agent and parsed.cameras == ("front",)

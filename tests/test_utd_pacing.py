@@ -105,18 +105,17 @@ def test_a_real_robot_never_waits_for_the_learner():
 def test_up_paces_the_twin_actor_only(tmp_path):
     from robot_rl.commands.up import UpConfig, planned_processes
 
-    def actor_args(**kwargs):
+    def actor_config(**kwargs):
         cfg = UpConfig(**kwargs)
         cfg.validate()
         processes = planned_processes(cfg, tmp_path, "tcp://127.0.0.1:5555")
-        return next(p for p in processes if p.role == "actor").arguments
+        return next(p for p in processes if p.role == "actor").config  # its --config file's
 
-    sim = actor_args(mode="sim")
-    assert sim[sim.index("--max-learner-lag") + 1] == "16"
-    assert "--max-learner-lag" not in actor_args(mode="sim", utd_pacing=False)
+    assert actor_config(mode="sim").max_learner_lag == 16
+    assert actor_config(mode="sim", utd_pacing=False).max_learner_lag is None
     cell = Path(__file__).parents[1] / "hardware" / "car_sim.yaml"
-    robot = actor_args(mode="robot", hardware=str(cell), task="car_lap")
-    assert "--max-learner-lag" not in robot
+    robot = actor_config(mode="robot", hardware=str(cell), task="car_lap")
+    assert robot.max_learner_lag is None
 
 
 def test_a_robot_run_reports_the_learner_s_lag_instead():

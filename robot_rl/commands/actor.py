@@ -1,42 +1,19 @@
-"""`robot-rl actor`: the acting half of a distributed run; feeds a learner over the transport."""
+"""`robot-rl actor`: the acting half of a distributed run; feeds a learner over the transport.
+
+``--config FILE`` (JSON, ``robot_rl.config_file``) gives the whole config; flags beside it
+override the file."""
 
 from __future__ import annotations
 
-import json
-import logging
+from robot_rl.runtime.actor import ActorConfig
+from robot_rl.runtime.actor_main import actor_main
 
-from rich.console import Console
+__all__ = ["CONFIG_FILE", "ActorConfig", "run"]
 
-from robot_rl.runtime.actor import ActorConfig, LearnerRefused, run_actor
-
-__all__ = ["ActorConfig", "run"]
+CONFIG_FILE = True
 
 
 def run(config: ActorConfig) -> int:
     """0: every transition acknowledged; 1: some wait in the outbox (said in one line), the
     disk stayed full, or the outbox is damaged; 2: bad input or a refusal; 130: interrupted."""
-    from robot_rl.data.durable_log import DurableLogError
-    from robot_rl.runtime.actor import OutboxFull
-    from robot_rl.transport.security import SecurityError
-
-    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("robot_rl").setLevel(logging.INFO)
-    console = Console(soft_wrap=True)
-    try:
-        summary = run_actor(config, console=console)
-    except LearnerRefused as err:
-        console.print(f"[red]the learner refused this actor:[/] {err}")
-        return 2
-    except (ValueError, SecurityError) as err:
-        console.print(f"[red]error:[/] {err}")
-        return 2
-    except (OutboxFull, DurableLogError) as err:
-        console.print(f"[red]error:[/] {err}")
-        return 1
-    except OSError as err:  # the outbox's disk (other than full: that is OutboxFull)
-        console.print(f"[red]error:[/] {err}")
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    console.print(json.dumps(summary))
-    return 1 if summary["unacknowledged"] else 0
+    return actor_main(config)

@@ -1,4 +1,7 @@
-"""`robot-rl learner`: the training half of a distributed run; actors connect to it."""
+"""`robot-rl learner`: the training half of a distributed run; actors connect to it.
+
+``--config FILE`` (JSON, ``robot_rl.config_file``) gives the whole config, as ``robot-rl up``
+and the launch files do; flags beside it override the file."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ from rich.console import Console
 
 from robot_rl.runtime.learner import Learner, LearnerConfig
 
-__all__ = ["LearnerConfig", "run"]
+__all__ = ["CONFIG_FILE", "LearnerConfig", "run"]
+
+CONFIG_FILE = True
 
 
 def run(config: LearnerConfig) -> int:

@@ -2,7 +2,10 @@
 
 The processes come from ``robot_rl.stack`` (the description the launch files use too): twin or
 driver nodes, camera nodes, the actor (a ROS 2 node on the ROS backend) and the learner, each in
-its own process group with its log in ``<run_dir>/logs``. While they run, one line shows env
+its own process group with its log in ``<run_dir>/logs``. ``UpConfig`` is the one source of the
+run's configuration: it builds the learner's and the actor's configs (``learner_config``,
+``actor_config``), which the stack completes and writes to ``<run_dir>/config/*.json`` for
+their ``--config``. While they run, one line shows env
 steps, episodes, success, learner updates/s, the actor's control rate and weights versions.
 When the actor and the learner are done: the nodes stop, the learner's final checkpoint is
 evaluated on the in-process twin (``robot-rl eval``), and ``<run_dir>/report.json`` and the
@@ -14,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import signal
 import socket
 import subprocess
@@ -30,6 +32,7 @@ from rich.console import Console
 from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
 from robot_rl.rewards.labelers import RelabelOptions
 from robot_rl.rewards.operator import OperatorOptions
+from robot_rl.runtime.node_readiness import StackFailed, wait_until_active
 from robot_rl.runtime.observation_mode import ObservationMode
 
 LEARNER_BATCH_SIZE, LEARNER_UTD_RATIO = 256, 2
@@ -110,6 +113,40 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
         operator = None if self.operator == "off" else f"--operator {self.operator}"
         mode.check_reward_source(self.task, self.reward_classifier or operator)
 
+    def learner_config(self):
+        """The learner's own options (``LearnerConfig``); the stack adds task, seed, cameras,
+        addresses and folders (``robot_rl.stack.learner_config``)."""
+        from robot_rl.runtime.learner import LearnerConfig
+
+        return LearnerConfig(
+            batch_size=self.batch_size,
+            utd_ratio=self.utd_ratio,
+            agent=self.agent,
+            demos=self.demos,
+            start_steps=self.start_steps,
+            demo_path=_absolute(self.demo_path),
+            checkpoints=_absolute(self.checkpoints),  # car_lap's recorded lap, for both halves
+        )
+
+    def actor_config(self):
+        """The actor's own options (``ActorConfig``): its reward source, the operator and its
+        relabelling, interventions; the stack adds the rest (``robot_rl.stack.actor_config``)."""
+        from robot_rl.errors import UserError
+        from robot_rl.runtime.actor import ActorConfig
+
+        if self.operator == "keyboard":
+            raise UserError(
+                "the actor that up starts has no terminal: use --operator joy (a /teleop/joy "
+                "button), or run robot-rl actor yourself for the keyboard"
+            )
+        options = dataclasses.fields(OperatorOptions) + dataclasses.fields(RelabelOptions)
+        return ActorConfig(
+            **{f.name: getattr(self, f.name) for f in options},
+            reward_classifier=_absolute(self.reward_classifier),
+            interventions="ros" if operator_interventions(self) else "off",
+            checkpoints=_absolute(self.checkpoints),
+        )
+
     def observation(self) -> ObservationMode:
         """The run's observation mode: robot mode always in 'up robot'."""
         return ObservationMode(
@@ -121,8 +158,13 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
         )
 
 
+def _absolute(path: str | None) -> str | None:
+    return str(Path(path).absolute()) if path else None
+
+
 def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> list[str]:
-    """``--agent.*`` options that make ``robot-rl learner`` build ``agent``."""
+    """``--agent.*`` options that make ``robot-rl learner`` build ``agent`` (for a launch
+    file's ``learner_args``)."""
     flags = []
     for f in dataclasses.fields(AgentConfig):
         value = getattr(agent, f.name)
@@ -141,30 +183,6 @@ def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> lis
 def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
     from robot_rl.stack import StackConfig
 
-    # only what differs from robot-rl learner's defaults, so that the defaults start exactly
-    # what the launch files start
-    learner_args = []
-    if cfg.batch_size != LEARNER_BATCH_SIZE:
-        learner_args += ["--batch-size", str(cfg.batch_size)]
-    if cfg.utd_ratio != LEARNER_UTD_RATIO:
-        learner_args += ["--utd-ratio", str(cfg.utd_ratio)]
-    learner_args += agent_flags(cfg.agent)
-    if cfg.demos is not None:
-        learner_args += ["--demos", str(cfg.demos)]
-    if cfg.start_steps is not None:
-        learner_args += ["--start-steps", str(cfg.start_steps)]
-    if cfg.demo_path:
-        learner_args += ["--demo-path", str(Path(cfg.demo_path).absolute())]
-    from robot_rl.rewards.reward_sources import reward_source_args
-
-    actor_args = reward_source_args(cfg)
-    if cfg.reward_classifier:
-        actor_args += ["--reward-classifier", str(Path(cfg.reward_classifier).absolute())]
-    if operator_interventions(cfg):
-        actor_args += ["--interventions", "ros"]
-    if cfg.checkpoints is not None:  # car_lap's recorded lap, for both halves
-        checkpoints = ["--checkpoints", str(Path(cfg.checkpoints).absolute())]
-        learner_args, actor_args = [*learner_args, *checkpoints], [*actor_args, *checkpoints]
     return StackConfig(
         task=cfg.task,
         mode=cfg.mode,
@@ -180,8 +198,8 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         run_dir=str(run_dir),
         total_steps=cfg.total_steps,
         log_every=cfg.log_every,
-        learner_args=tuple(learner_args),
-        actor_args=tuple(actor_args),
+        learner=cfg.learner_config(),
+        actor=cfg.actor_config(),
     )
 
 
@@ -210,10 +228,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class StackFailed(RuntimeError):
-    pass
-
-
 def _terminate(*_) -> None:
     raise KeyboardInterrupt
 
@@ -221,6 +235,7 @@ def _terminate(*_) -> None:
 def run(cfg: UpConfig) -> int:
     from robot_rl.runtime.stack_progress import StackProgress, utd_text
     from robot_rl.runtime.supervisor import Supervisor
+    from robot_rl.stack import write_config_files
 
     console = Console(soft_wrap=True)
     try:
@@ -243,6 +258,7 @@ def run(cfg: UpConfig) -> int:
             )
             return 2
     run_dir.mkdir(parents=True, exist_ok=True)
+    write_config_files(processes)  # the actor's and the learner's whole configs
     (run_dir / "stack.json").write_text(
         json.dumps(
             [{"name": p.name, "role": p.role, "command": p.command()} for p in processes], indent=2
@@ -296,91 +312,6 @@ def run(cfg: UpConfig) -> int:
         + f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}"
     )
     return 0
-
-
-def wait_until_active(supervisor, nodes, timeout: float, console: Console) -> None:
-    """Until each driver node of the hardware file is ``active`` (a lifecycle node, asked
-    through its ``get_state`` service) or at least up (a plain node, in the graph); a node
-    whose process exits, or that is not there within ``timeout`` s, raises StackFailed naming
-    the device and the node's own error line."""
-    from robot_rl.ros.lifecycle_probe import LifecycleProbe
-
-    probe = LifecycleProbe()
-    deadline = time.monotonic() + timeout
-    try:
-        pending = {f"{p.namespace.rstrip('/')}/{p.name}": p for p in nodes}
-        states: dict[str, str | None] = dict.fromkeys(pending)
-        while pending:
-            for fqn, spec in list(pending.items()):
-                code = supervisor.returncode(spec.name)
-                if code is not None:
-                    raise StackFailed(
-                        f"{_device(spec)} exited ({code}) before it was active: "
-                        f"{node_error(supervisor.children[spec.name].log)}"
-                    )
-                if probe.visible(fqn) and not probe.is_lifecycle(fqn):
-                    states[fqn] = "up"
-                else:
-                    states[fqn] = probe.state(fqn) or states[fqn]
-                if states[fqn] in ("active", "up"):
-                    console.print(f"{spec.name} {states[fqn]}")
-                    del pending[fqn]
-                elif states[fqn] is not None and logged_error(supervisor.children[spec.name].log):
-                    # it answers, so its own start (autostart) is over, and it failed
-                    raise StackFailed(
-                        f"{_device(spec)} is {states[fqn]}, not active: "
-                        f"{node_error(supervisor.children[spec.name].log)}"
-                    )
-            if pending and time.monotonic() > deadline:
-                fqn, spec = next(iter(pending.items()))
-                state = states[fqn] or "no answer from its get_state service"
-                raise StackFailed(
-                    f"{_device(spec)} is not active after {timeout:g} s "
-                    f"({state}): {node_error(supervisor.children[spec.name].log)}"
-                )
-            time.sleep(0.5)
-    finally:
-        probe.close()
-
-
-def _device(spec) -> str:
-    return f"{spec.name} ({spec.executable or spec.module}, {spec.namespace})"
-
-
-_ROS_LOG_PREFIX = re.compile(r"^\[(?:ERROR|FATAL)\] \[[\d.]+\] \[[^\]]*\]: ")
-
-
-def _log_lines(log: Path) -> list[str]:
-    if not log.is_file():
-        return []
-    return [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
-
-
-def logged_error(log: Path) -> str | None:
-    """The first error line of a node's log: a ROS ``[ERROR]`` record or an ``error:`` line
-    (a bad parameter), without its prefix; or the exception that ended the process."""
-    lines = _log_lines(log)
-    for line in lines:
-        if _ROS_LOG_PREFIX.match(line):
-            return _ROS_LOG_PREFIX.sub("", line)
-        if line.startswith("error:"):
-            return line[len("error:") :].strip()
-    if "Traceback (most recent call last):" in lines:
-        return next(
-            (
-                line
-                for line in reversed(lines)
-                if re.match(r"^\w[\w.]*(Error|Exception|Interrupt)\b", line)
-            ),
-            None,
-        )
-    return None
-
-
-def node_error(log: Path) -> str:
-    """The node's own account of what went wrong (``logged_error``), else its last line."""
-    lines = _log_lines(log)
-    return logged_error(log) or (lines[-1] if lines else "its log is empty")
 
 
 def _supervise(supervisor, progress, console, log_every: float) -> None:

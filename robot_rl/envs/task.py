@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -28,6 +29,24 @@ class Task(abc.ABC):
     reward_needs_twin = False
     """True when reward, success and failure read readings only the twin has (object poses):
     on a robot such a task scores nothing itself (``ground_truth=False``)."""
+
+    # What a task owns besides its loop, as class attributes (plain data: the core reads them
+    # without MuJoCo or ROS 2; sim/ and runtime/ look them up here, never by task name).
+    scene: ClassVar[str | None] = None
+    """The twin's scene, by name (``robot_rl.sim.arm_scenes.SCENES`` resolves it); arm tasks
+    only."""
+    twin_objects: ClassVar[tuple[str, ...]] = ()
+    """The twin objects (``object/<name>_pos`` readings, ``/sim/objects/<name>/pose`` topics)
+    that the privileged state and the scoring read: what the ROS backend subscribes to."""
+    teleop_axes: ClassVar[tuple[str, ...] | None] = None
+    """Which teleop field drives each action entry (``robot_rl.ros.teleop.TeleopMapping``);
+    None: the arm's default (xyz + gripper) for a 4-entry action."""
+    recipe: ClassVar[Mapping[str, int] | None] = None
+    """Training defaults (``total_steps``, ``demos``, ``start_steps``) for the fields a run
+    leaves unset (``robot_rl.runtime.recipes``); None: the fallback recipe."""
+    backward_task: ClassVar[str | None] = None
+    """The task that undoes this one (forward-backward resets, SERL): pick_cube's is
+    put_down_cube."""
 
     cameras: tuple[str, ...] = ()
     """Camera observations to use (empty: state only)."""
@@ -142,9 +161,14 @@ def register_task(cls: type[Task]) -> type[Task]:
     return cls
 
 
-def make_task(name: str, **overrides) -> Task:
+def task_class(name: str) -> type[Task]:
+    """The registered class of task ``name`` (its class attributes, without building it)."""
     import robot_rl.tasks  # noqa: F401  (registers the tasks)
 
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known: {', '.join(sorted(TASKS))}")
-    return TASKS[name](**overrides)
+    return TASKS[name]
+
+
+def make_task(name: str, **overrides) -> Task:
+    return task_class(name)(**overrides)

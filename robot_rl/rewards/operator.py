@@ -28,9 +28,7 @@ import select
 import sys
 import termios
 import threading
-import time
 import tty
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -39,11 +37,11 @@ import gymnasium as gym
 
 from robot_rl.envs.robot_env import RobotEnvWrapper
 from robot_rl.errors import UserError
+from robot_rl.rewards.operator_input import REJECT, SUCCESS, OperatorInput
 from robot_rl.ros.teleop_contract import REJECT_BUTTON, SUCCESS_BUTTON
 
 logger = logging.getLogger(__name__)
 
-SUCCESS, REJECT = "success", "reject"
 OPERATOR_DEVICES = ("off", "keyboard", "joy")
 
 
@@ -99,51 +97,6 @@ class OperatorOptions:
                 ) from err
             return JoyOperator(self.success_button, self.reject_button)
         return None
-
-
-class OperatorInput:
-    """Events from the operator's device, queued in arrival order (thread-safe)."""
-
-    name = "operator"
-
-    def __init__(self) -> None:
-        self._events: deque[str] = deque()
-        self._ready = threading.Condition()
-
-    def push(self, event: str) -> None:
-        with self._ready:
-            self._events.append(event)
-            self._ready.notify_all()
-
-    def poll(self) -> list[str]:
-        """The events since the last poll (never waits)."""
-        with self._ready:
-            events = list(self._events)
-            self._events.clear()
-        return events
-
-    def pending(self) -> int:
-        """How many events wait to be read."""
-        with self._ready:
-            return len(self._events)
-
-    def wait(self, timeout: float) -> str | None:
-        """The first queued event, waiting up to ``timeout`` s for one; None if none came."""
-        deadline = time.monotonic() + timeout
-        with self._ready:
-            while not self._events:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._ready.wait(left)
-            return self._events.popleft()
-
-    def describe(self, event: str) -> str:
-        """How the operator says ``event`` on this device ("key 'y'")."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release the device."""
 
 
 class KeyboardOperator(OperatorInput):

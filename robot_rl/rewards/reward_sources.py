@@ -72,29 +72,3 @@ def _attach_labeller(env, relabel, operator, device, relabel_dir, robot_mode, lo
         f"relabelling the classifier's successes: the {name} labeller answers; fine-tunes go "
         f"to {relabel_dir}"
     )
-
-
-def reward_source_args(cfg) -> list[str]:
-    """The actor options that give it ``cfg``'s operator and relabelling (``up`` passes them
-    on; ``cfg`` derives from OperatorOptions and RelabelOptions). Only non-defaults go."""
-    from robot_rl.errors import UserError
-    from robot_rl.rewards.labelers import RelabelOptions
-    from robot_rl.rewards.operator import OperatorOptions
-
-    if cfg.operator == "keyboard":
-        raise UserError(
-            "the actor that up starts has no terminal: use --operator joy (a /teleop/joy "
-            "button), or run robot-rl actor yourself for the keyboard"
-        )
-    args: list[str] = []
-    defaults = {**vars(OperatorOptions()), **vars(RelabelOptions())}
-    for name, default in defaults.items():
-        value = getattr(cfg, name)
-        if value == default:
-            continue
-        flag = f"--{name.replace('_', '-')}"
-        if isinstance(value, bool):
-            args.append(flag if value else f"--no-{name.replace('_', '-')}")
-        else:
-            args += [flag, str(value)]
-    return args

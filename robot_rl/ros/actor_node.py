@@ -1,11 +1,13 @@
 """The actor as a ROS 2 node: ``robot-rl actor --backend ros`` that also takes ``--ros-args``.
 
-Launch files (and ``robot-rl up``, which starts exactly what they would) run
+Launch files (and ``robot-rl up``, which starts exactly what they would) write the actor's
+config as a file (``robot_rl.config_file``) and run
 
-    python -m robot_rl.ros.actor_node --task pick_cube --learner tcp://... \
+    python -m robot_rl.ros.actor_node --config RUN_DIR/config/actor.json \
         --ros-args -r __node:=actor -p use_sim_time:=true
 
-The actor's own options come before ``--ros-args`` (parsed as ``robot-rl actor``'s); the ROS
+The actor's own options come before ``--ros-args`` (``--config FILE`` and ``robot-rl actor``'s
+flags, which override the file); the ROS
 arguments go to the node that the ROS backend spins, so its name, remappings and parameters
 (``use_sim_time`` above all) are the launch file's. The node publishes the actor's status on
 ``/diagnostics``.
@@ -36,23 +38,32 @@ def split_ros_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return own, ros
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import tyro
-
-    from robot_rl.commands import actor as actor_command
+def parse_actor_args(own: Sequence[str]):
+    """The node's ``ActorConfig`` from its own arguments: ``--config FILE`` and flags."""
+    from robot_rl.config_file import parse_args
     from robot_rl.runtime.actor import ActorConfig
+
+    return parse_args(
+        ActorConfig,
+        own,
+        default=ActorConfig(backend="ros", speedup=0.0),
+        prog="python -m robot_rl.ros.actor_node",
+        description="the actor as a ROS 2 node (options as robot-rl actor)",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from robot_rl.errors import UserError
+    from robot_rl.runtime.actor_main import actor_main
 
     own, ros = split_ros_args(sys.argv[1:] if argv is None else argv)
     try:
-        cfg = tyro.cli(
-            ActorConfig,
-            args=own,
-            default=ActorConfig(backend="ros", speedup=0.0),
-            prog="python -m robot_rl.ros.actor_node",
-            description="the actor as a ROS 2 node (options as robot-rl actor)",
-        )
+        cfg = parse_actor_args(own)
     except SystemExit as err:
         return err.code if isinstance(err.code, int) else 1
+    except UserError as err:  # a bad config file: one line
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     ros_config = dataclasses.replace(
         cfg.ros,
         node_name=cfg.ros.node_name or DEFAULT_NODE_NAME,
@@ -60,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # with ROS arguments (a launch file's) the use_sim_time parameter decides
         use_sim_time=None if ros else cfg.ros.use_sim_time,
     )
-    return actor_command.run(dataclasses.replace(cfg, ros=ros_config))
+    return actor_main(dataclasses.replace(cfg, ros=ros_config))
 
 
 if __name__ == "__main__":

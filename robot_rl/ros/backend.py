@@ -427,13 +427,8 @@ def _imu_entries(msg: Imu) -> Reading:
 
 def _privileged_objects(task) -> tuple[str, ...]:
     """The twin objects a task's privileged state or scoring reads (none in robot mode:
-    ``Task.reads_twin``)."""
-    if not task.reads_twin():
-        return ()
-    from robot_rl.sim.arm_scenes import build_scene  # MJCF text only; no MuJoCo import
-
-    scene = build_scene(task.name)
-    return scene.free_objects + scene.mocap_objects + tuple(scene.object_sites)
+    ``Task.reads_twin``); the task names them (``Task.twin_objects``)."""
+    return tuple(task.twin_objects) if task.reads_twin() else ()
 
 
 def make_ros_backend(task, config: RosBackendConfig | None = None) -> RosRobotBackend:

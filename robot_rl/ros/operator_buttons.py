@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Joy
 
-from robot_rl.rewards.operator import REJECT, SUCCESS, OperatorInput
+from robot_rl.rewards.operator_input import REJECT, SUCCESS, OperatorInput
 from robot_rl.ros.background_node import BackgroundNode
 from robot_rl.ros.qos import teleop_qos
 from robot_rl.ros.teleop_contract import JOY_TOPIC, REJECT_BUTTON, SUCCESS_BUTTON

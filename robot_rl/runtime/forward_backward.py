@@ -31,6 +31,7 @@ from rich.console import Console
 from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.replay import ReplayBuffer
+from robot_rl.envs.task import task_class
 from robot_rl.runtime import fb_checkpoint
 from robot_rl.runtime.demos import collect_demos
 from robot_rl.runtime.episode_loop import EPISODE_SCALARS, EpisodeLoop
@@ -38,8 +39,6 @@ from robot_rl.runtime.evaluation import evaluate
 from robot_rl.runtime.learning_core import LearningCore
 from robot_rl.runtime.run_dir import RunLogger
 
-BACKWARD_TASKS = {"pick_cube": "put_down_cube"}
-"""Forward task -> the task that undoes it."""
 FB_FIGURES = ("return", "length", "success")
 """The episode figures each direction logs (no operator here)."""
 
@@ -49,7 +48,7 @@ class ForwardBackwardConfig:
     task: str = "pick_cube"
     """Forward task; its backward task undoes it (pick_cube -> put_down_cube)."""
     backward_task: str | None = None
-    """Backward task; default: the forward task's entry in BACKWARD_TASKS."""
+    """Backward task; default: the forward task's own (``Task.backward_task``)."""
     demos: int = 20
     """Successful scripted-expert demonstrations per direction, in that direction's demo buffer."""
     demo_fraction: float = 0.5
@@ -92,12 +91,10 @@ class ForwardBackwardConfig:
     def backward_name(self) -> str:
         if self.backward_task is not None:
             return self.backward_task
-        if self.task not in BACKWARD_TASKS:
-            raise ValueError(
-                f"no backward task for {self.task!r}; pass --backward-task "
-                f"(known pairs: {', '.join(f'{f} -> {b}' for f, b in BACKWARD_TASKS.items())})"
-            )
-        return BACKWARD_TASKS[self.task]
+        backward = task_class(self.task).backward_task
+        if backward is None:
+            raise ValueError(f"no backward task for {self.task!r}; pass --backward-task")
+        return backward
 
     def validate(self) -> None:
         for name in ("total_steps", "batch_size", "utd_ratio", "update_every", "eval_every"):

@@ -10,14 +10,8 @@ from __future__ import annotations
 
 INTERVENTIONS = ("off", "sim", "ros")
 
-TELEOP_AXES = {
-    "pick_cube": ("linear.x", "linear.y", "linear.z", "gripper"),
-    "put_down_cube": ("linear.x", "linear.y", "linear.z", "gripper"),
-    "peg_insert": ("linear.x", "linear.y", "linear.z", "angular.z"),
-    "car_lap": ("linear.x", "angular.z"),
-}
-"""Per task, which teleop field drives each action entry (``robot_rl.ros.teleop.TeleopMapping``).
-A task not listed here uses the arm's default (xyz + gripper) when its action has 4 entries."""
+ARM_TELEOP_AXES = ("linear.x", "linear.y", "linear.z", "gripper")
+"""The axes of a task that names none (``Task.teleop_axes``) and has a 4-entry action."""
 
 
 def check_interventions(kind: str, backend: str) -> None:
@@ -31,16 +25,17 @@ def check_interventions(kind: str, backend: str) -> None:
 
 
 def teleop_axes(task, action_dim: int) -> tuple[str, ...]:
-    """The teleop mapping's axes for ``task`` (a ``Task``), checked against the action size."""
-    axes = TELEOP_AXES.get(getattr(task, "name", ""))
+    """The teleop mapping's axes for ``task`` (a ``Task``: its ``teleop_axes``), checked
+    against the action size."""
+    axes = getattr(task, "teleop_axes", None)
     if axes is None and action_dim == 4:
-        axes = TELEOP_AXES["pick_cube"]
+        axes = ARM_TELEOP_AXES
     if axes is None or len(axes) != action_dim:
         raise ValueError(
             f"no teleop mapping for task {getattr(task, 'name', task)!r} with {action_dim} "
-            f"action entries; add one to robot_rl.runtime.interventions.TELEOP_AXES"
+            f"action entries; set `teleop_axes` on its task class (tasks/)"
         )
-    return axes
+    return tuple(axes)
 
 
 def make_ros_teleop(env, max_age_s: float = 0.3):

@@ -36,7 +36,7 @@ from robot_rl.data.transition import Transition
 from robot_rl.envs.task import make_task
 from robot_rl.runtime.learning_core import LearningCore
 from robot_rl.runtime.observation_mode import ObservationMode
-from robot_rl.runtime.recipes import FALLBACK, RECIPES
+from robot_rl.runtime.recipes import resolve
 from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.utd_tracker import UtdTracker
 from robot_rl.transport.ingest_log import IngestLog
@@ -114,17 +114,6 @@ class LearnerConfig(ObservationMode):
     """The agent: RLPD with 2 critics and an actor update per env step (`robot-rl train` keeps
     10 critics); agents/config.py's LEARNER_AGENT says why and what it was measured at."""
 
-    def resolved(self) -> LearnerConfig:
-        recipe = RECIPES.get(self.task, FALLBACK)
-        filled = {
-            k: recipe[k]
-            for k in ("total_steps", "demos", "start_steps")
-            if getattr(self, k) is None
-        }
-        if (self.demo_path or self.robot_mode) and self.demos is None:
-            filled["demos"] = 0  # recorded demonstrations, or none: a robot has no script
-        return dataclasses.replace(self, **filled)
-
     def validate(self) -> None:
         for name in ("batch_size", "utd_ratio", "update_chunk", "publish_every"):
             if getattr(self, name) < 1:
@@ -169,7 +158,7 @@ class CheckpointWriteError(RuntimeError):
 
 class Learner:
     def __init__(self, cfg: LearnerConfig, console: Console | None = None):
-        cfg = cfg.resolved()
+        cfg = resolve(cfg, recorded_demos=True)  # the recipe; recorded demos or none: no script
         cfg.validate()
         self.cfg = cfg
         self.console = console or Console(soft_wrap=True)

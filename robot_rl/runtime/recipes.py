@@ -1,9 +1,11 @@
-"""Per-task training defaults: what `robot-rl train --task T` uses for the fields left unset.
+"""Training defaults for the fields a run leaves unset: the one resolver behind `robot-rl train`
+(``TrainConfig``) and `robot-rl learner` (``LearnerConfig``).
 
-The figures are the budgets the project measures against (issue acceptance: pick_cube 90%
-success within 20,000 environment steps with 20 demonstrations; peg_insert 80% within 30,000;
-car_lap from its forward camera, a clean lap faster than the scripted expert's within 10,000:
-benchmarks/car_pixels.py, with a frozen trunk, reaches it at 2,000 steps on 3 seeds of 3).
+A task's recipe is its class's ``recipe`` (tasks/). The figures are the budgets the project
+measures against (issue acceptance: pick_cube 90% success within 20,000 environment steps with
+20 demonstrations; peg_insert 80% within 30,000; car_lap from its forward camera, a clean lap
+faster than the scripted expert's within 10,000: benchmarks/car_pixels.py, with a frozen trunk,
+reaches it at 2,000 steps on 3 seeds of 3).
 
 A run with cameras on the twin also takes ``PIXEL_RECIPE`` (see there for why) for the fields it
 leaves at their defaults.
@@ -13,13 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 
-RECIPES: dict[str, dict] = {
-    "pick_cube": {"total_steps": 20_000, "demos": 20, "start_steps": 500},
-    "peg_insert": {"total_steps": 30_000, "demos": 20, "start_steps": 500},
-    "car_lap": {"total_steps": 30_000, "demos": 5, "start_steps": 500},
-}
 GYM_RECIPE = {"total_steps": 10_000, "demos": 0, "start_steps": 1_000}
 FALLBACK = {"total_steps": 20_000, "demos": 0, "start_steps": 1_000}
+"""A task whose class names no recipe."""
 
 PIXEL_RECIPE = {"image_size": 32, "batch_size": 64}
 """Learning from cameras on a CPU: 32 px images and 64-transition batches, with the agent's
@@ -33,26 +31,43 @@ for the fields a run leaves at TrainConfig's defaults (``--image-size 48`` stays
 ``--no-pixel-recipe`` keeps the defaults (64 px, batch 256)."""
 
 
+def task_recipe_of(task: str) -> dict:
+    """The recipe a task's class names (``Task.recipe``), else ``FALLBACK`` (also for a name
+    no task has: the config's own check names it)."""
+    from robot_rl.envs.task import task_class
+
+    try:
+        recipe = task_class(task).recipe
+    except ValueError:
+        recipe = None
+    return dict(recipe if recipe is not None else FALLBACK)
+
+
 def recipe_for(backend: str, task: str, cameras: tuple[str, ...] = (), pixels: bool = True) -> dict:
     if backend == "gym":
-        return GYM_RECIPE
-    recipe = RECIPES.get(task, FALLBACK)
+        return dict(GYM_RECIPE)
+    recipe = task_recipe_of(task)
     return {**recipe, **PIXEL_RECIPE} if cameras and pixels else recipe
 
 
-def resolve(cfg):
-    """A copy of a TrainConfig with every field still at its default (None for the budgets)
-    taken from the task's recipe."""
-    recipe = recipe_for(cfg.backend, cfg.task, tuple(cfg.cameras), cfg.pixel_recipe)
+def resolve(cfg, *, recorded_demos: bool = False):
+    """A copy of ``cfg`` (a dataclass with ``task`` and ``cameras``: ``TrainConfig``,
+    ``LearnerConfig``) with every recipe field it has still at its default (None for the
+    budgets) taken from the task's recipe. A config without ``backend`` is a twin's or a
+    robot's; one without ``pixel_recipe`` takes no pixel recipe.
+
+    ``recorded_demos`` (the learner's rule): with ``demo_path`` or in robot mode the scripted
+    demonstrations default to 0: recorded ones take their place, or a robot has none.
+    """
+    backend = getattr(cfg, "backend", "twin")
+    pixels = getattr(cfg, "pixel_recipe", False)
+    recipe = recipe_for(backend, cfg.task, tuple(cfg.cameras), pixels)
     defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+    if recorded_demos and (getattr(cfg, "demo_path", None) or getattr(cfg, "robot_mode", False)):
+        recipe["demos"] = 0
     filled = {
-        k: v for k, v in recipe.items() if getattr(cfg, k) is None or getattr(cfg, k) == defaults[k]
+        k: v
+        for k, v in recipe.items()
+        if k in defaults and (getattr(cfg, k) is None or getattr(cfg, k) == defaults[k])
     }
     return dataclasses.replace(cfg, **filled)
-
-
-def task_recipe(task: str, seed: int = 0, **overrides):
-    """The full TrainConfig of a task's recipe (for benchmarks and tests)."""
-    from robot_rl.runtime.train_loop import TrainConfig
-
-    return resolve(TrainConfig(task=task, seed=seed, backend="twin", **overrides))

@@ -150,7 +150,7 @@ def _append(report: Path, record: dict) -> None:
 
 def _start_drivers(cfg, hardware, report: Path, console):
     """The hardware file's nodes as ``up robot`` starts them, each brought to active."""
-    from robot_rl.commands.up import StackFailed, wait_until_active
+    from robot_rl.runtime.node_readiness import StackFailed, wait_until_active
     from robot_rl.runtime.supervisor import Supervisor
 
     missing = hardware.missing_executables()
@@ -160,7 +160,9 @@ def _start_drivers(cfg, hardware, report: Path, console):
             f"{', '.join(sorted(set(missing)))}"
         )
     supervisor = Supervisor(report.with_suffix("") / "logs")
-    nodes = hardware.processes()
+    from robot_rl.stack import driver_processes
+
+    nodes = driver_processes(hardware)
     try:
         for spec in nodes:
             supervisor.start(spec)
