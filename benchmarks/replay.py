@@ -1,18 +1,47 @@
-"""Replay buffer throughput and memory: one JSON line per figure.
+"""Replay buffer throughput and memory, against other buffers timed in the same run.
 
-    python benchmarks/replay.py [--quick]
+    python benchmarks/replay.py [--quick] [--rounds N] [--baseline-rev REV] [--serl-repo DIR]
 
-Configs: ``a_state`` (20-d state, 4-d action) and ``b_state_2cams_128`` (20-d state plus two
-128x128x3 uint8 cameras). For each: insert rate (transitions/s) and sample rate (batches of 256
-per second, and transitions/s). For b also ``bytes_per_image_transition``: the buffer's stored
-arrays divided by its capacity, against the naive size of storing obs and next obs per transition.
+Two configurations: ``a_state`` (20-d state, 4-d action) and ``b_state_2cams_128`` (20-d state
+plus two 128x128x3 uint8 cameras). The workload is realistic: episodes of 100 steps, each step's
+observation the previous step's next observation, a fresh first observation after each episode
+end, frames drawn from a pool of distinct random images (so making data is not what is timed).
+
+Contenders, each measured once per round and the rounds interleaved (A, B, C, A, B, C, ...) so
+that the machine's load hits them alike:
+
+- ``robot_rl``: ``robot_rl.data.replay.ReplayBuffer`` as checked out;
+- ``robot_rl_before``: the same file at ``--baseline-rev`` (a git revision), when given;
+- ``serl``: SERL's ``MemoryEfficientReplayBuffer`` (rail-berkeley/serl,
+  ``serl_launcher/data/``), when ``--serl-repo`` names a git directory of that repository. Its
+  four data modules are copied out of git into a temporary directory at run time (never into
+  this repository) and imported with ``gym`` mapped to ``gymnasium`` when ``gym`` is missing;
+  transitions are given to it as SERL's own loop builds them (pixels with a leading frame-stack
+  axis of 1, ``masks``, ``dones``). Its ``sample`` returns strided views (the consumer still
+  has to make them contiguous); ours returns contiguous arrays.
+
+Per contender and round: ``insert_fill`` (transitions/s while the buffer fills for the first
+time: first-touch page faults included, as in any run's first hour), ``insert_steady`` (the
+buffer full, overwriting), ``sample`` (batches of 256, transitions/s) and memory: bytes and
+frames per transition slot (what is allocated per unit of capacity) and per held transition
+(at steady state, where episode-start frames and invalid rows count against the buffer). Each
+JSON line carries the median over rounds, every round's figure, and ratios to the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib.util
 import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
+import types
+from pathlib import Path
+from statistics import median
 
 import gymnasium as gym
 import numpy as np
@@ -20,6 +49,8 @@ import numpy as np
 from robot_rl.data.replay import ReplayBuffer
 
 BATCH = 256
+EPISODE = 100
+SERL_DATA = "serl_launcher/serl_launcher/data"
 
 
 def spaces(cameras: int, size: int = 128) -> tuple[gym.spaces.Dict, gym.spaces.Box]:
@@ -29,68 +60,263 @@ def spaces(cameras: int, size: int = 128) -> tuple[gym.spaces.Dict, gym.spaces.B
     return gym.spaces.Dict(obs), gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 
 
-def measure(config: str, cameras: int, capacity: int, inserts: int, batches: int) -> list[dict]:
-    obs_space, act_space = spaces(cameras)
-    buffer = ReplayBuffer(obs_space, act_space, capacity)
+class Ours:
+    """A robot_rl ReplayBuffer class (checked out or from another revision)."""
+
+    def __init__(self, buffer_class, obs_space, act_space, capacity):
+        self.buffer = buffer_class(obs_space, act_space, capacity)
+
+    @staticmethod
+    def prepare(obs: dict) -> dict:
+        return obs
+
+    def add(self, obs, action, reward, terminated, truncated, next_obs):
+        self.buffer.add(obs, action, reward, terminated, truncated, next_obs)
+
+    def sample(self, rng, size):
+        return self.buffer.sample(rng, size)
+
+    def memory(self) -> dict:
+        b = self.buffer
+        obs_slot, next_slot = b.frame_slots(np.arange(len(b)))
+        resident = len(np.union1d(obs_slot, next_slot))
+        return {
+            "bytes_per_slot": b.nbytes / b.capacity,
+            "bytes_per_held_transition": b.nbytes / len(b),
+            "frames_per_slot": b.frame_capacity / b.capacity,
+            "frames_per_held_transition": resident / len(b),
+            "held_transitions": len(b),
+            "capacity": b.capacity,
+        }
+
+
+class Serl:
+    """SERL's MemoryEfficientReplayBuffer, fed as SERL's own loop feeds it."""
+
+    module = None
+
+    def __init__(self, obs_space, act_space, capacity):
+        keys = tuple(k for k, s in obs_space.spaces.items() if s.dtype == np.uint8)
+        self.pixel_keys = keys
+        stacked = {
+            k: (gym.spaces.Box(0, 255, (1, *s.shape), np.uint8) if k in keys else s)
+            for k, s in obs_space.spaces.items()
+        }
+        self.buffer = self.module.MemoryEfficientReplayBuffer(
+            gym.spaces.Dict(stacked), act_space, capacity, pixel_keys=keys
+        )
+        self.buffer.seed(0)
+
+    @staticmethod
+    def prepare(obs: dict) -> dict:
+        return {k: (v[None] if v.dtype == np.uint8 else v) for k, v in obs.items()}
+
+    def add(self, obs, action, reward, terminated, truncated, next_obs):
+        done = terminated or truncated
+        self.buffer.insert(
+            dict(
+                observations=obs,
+                next_observations=next_obs,
+                actions=action,
+                rewards=reward,
+                masks=1.0 - terminated,
+                dones=done,
+            )
+        )
+
+    def sample(self, rng, size):
+        return self.buffer.sample(size)
+
+    def memory(self) -> dict:
+        b = self.buffer
+        arrays = []
+
+        def collect(d):
+            for v in d.values():
+                collect(v) if isinstance(v, dict) else arrays.append(v)
+
+        collect(b.dataset_dict)
+        nbytes = sum(a.nbytes for a in arrays) + b._is_correct_index.nbytes
+        held = int(b._is_correct_index[: len(b)].sum())
+        return {
+            "bytes_per_slot": nbytes / b._capacity,
+            "bytes_per_held_transition": nbytes / held,
+            "frames_per_slot": 1.0,
+            "frames_per_held_transition": len(b) / held,  # every row holds one frame
+            "held_transitions": held,
+            "capacity": b._capacity,
+        }
+
+
+def load_serl(repo: Path, into: Path) -> types.ModuleType:
+    """SERL's data modules, copied out of its git directory into ``into`` and imported."""
+    package = into / "serl_launcher" / "data"
+    package.mkdir(parents=True)
+    (into / "serl_launcher" / "__init__.py").write_text("")
+    for name in ("__init__", "dataset", "replay_buffer", "memory_efficient_replay_buffer"):
+        text = subprocess.run(
+            ["git", "--git-dir", str(repo), "show", f"HEAD:{SERL_DATA}/{name}.py"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        (package / f"{name}.py").write_text(text)
+    try:
+        import gym as _gym  # noqa: F401
+    except ImportError:  # SERL uses gym only for spaces and seeding: gymnasium has both
+        import gymnasium.utils.seeding
+
+        sys.modules["gym"] = gym
+        sys.modules["gym.spaces"] = gym.spaces
+        sys.modules["gym.utils"] = gymnasium.utils
+        sys.modules["gym.utils.seeding"] = gymnasium.utils.seeding
+    sys.path.insert(0, str(into))
+    from serl_launcher.data import memory_efficient_replay_buffer
+
+    return memory_efficient_replay_buffer
+
+
+def load_revision(rev: str, into: Path):
+    """``ReplayBuffer`` from robot_rl/data/replay.py at git revision ``rev``."""
+    root = Path(__file__).resolve().parents[1]
+    text = subprocess.run(
+        ["git", "-C", str(root), "show", f"{rev}:robot_rl/data/replay.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    path = into / "replay_before.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("replay_before", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ReplayBuffer
+
+
+def workload(contender, obs_space, inserts: int, pool_size: int = 64):
+    """A function that adds ``n`` transitions of 100-step episodes from a pool of frames."""
     rng = np.random.default_rng(0)
-    # A pool of distinct frames reused cyclically, so generating data is not what gets timed.
-    pool = [obs_space.sample() for _ in range(64)]
-    actions = rng.uniform(-1, 1, (64, 4)).astype(np.float32)
-    start = time.perf_counter()
-    for step in range(inserts):
-        end = step % 100 == 99
-        buffer.add(pool[step % 64], actions[step % 64], 1.0, False, end, pool[(step + 1) % 64])
-    insert_s = time.perf_counter() - start
-    buffer.sample(rng, BATCH)  # warm-up
+    pool = []
+    for _ in range(pool_size):
+        obs = {}
+        for key, space in obs_space.spaces.items():
+            if space.dtype == np.uint8:
+                obs[key] = rng.integers(0, 256, space.shape, dtype=np.uint8)
+            else:
+                obs[key] = rng.normal(size=space.shape).astype(np.float32)
+        pool.append(contender.prepare(obs))
+    actions = rng.uniform(-1, 1, (pool_size, 4)).astype(np.float32)
+    state = {"step": 0, "frame": 0}
+
+    def add(n: int) -> float:
+        step, frame = state["step"], state["frame"]
+        start = time.perf_counter()
+        for _ in range(n):
+            end = step % EPISODE == EPISODE - 1
+            obs, nxt = pool[frame % pool_size], pool[(frame + 1) % pool_size]
+            contender.add(obs, actions[step % pool_size], 1.0, False, end, nxt)
+            step += 1
+            # after an episode ends the next one starts from a fresh frame
+            frame += 2 if end else 1
+        seconds = time.perf_counter() - start
+        state["step"], state["frame"] = step, frame
+        return n / seconds
+
+    return add
+
+
+def measure_once(name, make, obs_space, capacity: int, batches: int) -> dict:
+    contender = make()
+    add = workload(contender, obs_space, capacity)
+    figures = {"insert_fill": add(capacity), "insert_steady": add(capacity // 2)}
+    rng = np.random.default_rng(1)
+    contender.sample(rng, BATCH)  # warm-up
     start = time.perf_counter()
     for _ in range(batches):
-        buffer.sample(rng, BATCH)
-    sample_s = time.perf_counter() - start
-    lines = [
-        {
-            "config": config,
-            "figure": "insert",
-            "transitions_per_s": inserts / insert_s,
-            "transitions": inserts,
-        },
-        {
-            "config": config,
-            "figure": "sample",
-            "batch": BATCH,
-            "batches_per_s": batches / sample_s,
-            "transitions_per_s": batches * BATCH / sample_s,
-        },
-    ]
-    if cameras:
-        frame_bytes = sum(
-            int(np.prod(s.shape)) * np.dtype(s.dtype).itemsize for s in obs_space.spaces.values()
-        )
-        per_transition = buffer.nbytes / buffer.capacity
-        naive = 2 * frame_bytes + 4 * 4 + 3 * 4
+        contender.sample(rng, BATCH)
+    figures["sample"] = batches * BATCH / (time.perf_counter() - start)
+    figures["memory"] = contender.memory()
+    del contender
+    gc.collect()
+    return figures
+
+
+def run(
+    quick: bool = False,
+    rounds: int = 3,
+    baseline_rev: str | None = None,
+    serl_repo: str | None = None,
+) -> list[dict]:
+    load_start = os.getloadavg()
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        before = load_revision(baseline_rev, Path(tmp)) if baseline_rev else None
+        if serl_repo:
+            Serl.module = load_serl(Path(serl_repo), Path(tmp) / "serl")
+        configs = [("a_state", 0, 2_000 if quick else 20_000, 20 if quick else 200)]
+        configs.append(("b_state_2cams_128", 2, 500 if quick else 5_000, 10 if quick else 60))
+        for config, cameras, capacity, batches in configs:
+            obs_space, act_space = spaces(cameras)
+            makers = {"robot_rl": lambda: Ours(ReplayBuffer, obs_space, act_space, capacity)}
+            if before is not None:
+                makers["robot_rl_before"] = lambda: Ours(before, obs_space, act_space, capacity)
+            if serl_repo and cameras:  # SERL's memory-efficient buffer is for pixels
+                makers["serl"] = lambda: Serl(obs_space, act_space, capacity)
+            results = {name: [] for name in makers}
+            for _ in range(1 if quick else rounds):
+                for name, make in makers.items():
+                    results[name].append(measure_once(name, make, obs_space, capacity, batches))
+            lines.extend(summarise(config, results))
+    load_end = os.getloadavg()
+    for line in lines:
+        line["loadavg_start"] = [round(x, 2) for x in load_start]
+        line["loadavg_end"] = [round(x, 2) for x in load_end]
+    return lines
+
+
+def summarise(config: str, results: dict[str, list[dict]]) -> list[dict]:
+    lines = []
+    medians = {
+        name: {f: median(r[f] for r in rounds) for f in ("insert_fill", "insert_steady", "sample")}
+        for name, rounds in results.items()
+    }
+    for name, rounds in results.items():
+        for figure in ("insert_fill", "insert_steady", "sample"):
+            line = {
+                "config": config,
+                "buffer": name,
+                "figure": figure,
+                "transitions_per_s": round(medians[name][figure], 1),
+                "rounds": [round(r[figure], 1) for r in rounds],
+            }
+            if figure == "sample":
+                line["batch"] = BATCH
+            for other in medians:
+                if other != name and name == "robot_rl":
+                    ratio = medians[name][figure] / medians[other][figure]
+                    line[f"ratio_vs_{other}"] = round(ratio, 2)
+            lines.append(line)
+        memory = rounds[-1]["memory"]
         lines.append(
             {
                 "config": config,
+                "buffer": name,
                 "figure": "memory",
-                "capacity": capacity,
-                "bytes_per_image_transition": per_transition,
-                "naive_obs_plus_next_obs_bytes": naive,
-                "ratio_to_naive": per_transition / naive,
+                "episode_length": EPISODE,
+                **{k: round(v, 4) if isinstance(v, float) else v for k, v in memory.items()},
             }
         )
     return lines
 
 
-def run(quick: bool = False) -> list[dict]:
-    scale = 1 if quick else 10
-    return measure("a_state", 0, 10_000 * scale, 5_000 * scale, 50 * scale) + measure(
-        "b_state_2cams_128", 2, 1_000 * scale, 1_500 * scale, 10 * scale
-    )
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
-    for line in run(quick=parser.parse_args(argv).quick):
+    parser.add_argument("--quick", action="store_true", help="small sizes, one round")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--baseline-rev", help="also time replay.py at this git revision")
+    parser.add_argument("--serl-repo", help="git directory of rail-berkeley/serl: time its buffer")
+    args = parser.parse_args(argv)
+    for line in run(args.quick, args.rounds, args.baseline_rev, args.serl_repo):
         print(json.dumps(line), flush=True)
 
 
