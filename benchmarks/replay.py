@@ -31,6 +31,7 @@ JSON line carries the median over rounds, every round's figure, and ratios to th
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib.util
 import json
@@ -257,11 +258,12 @@ def run(
         configs.append(("b_state_2cams_128", 2, 500 if quick else 5_000, 10 if quick else 60))
         for config, cameras, capacity, batches in configs:
             obs_space, act_space = spaces(cameras)
-            makers = {"robot_rl": lambda: Ours(ReplayBuffer, obs_space, act_space, capacity)}
+            args = (obs_space, act_space, capacity)
+            makers = {"robot_rl": functools.partial(Ours, ReplayBuffer, *args)}
             if before is not None:
-                makers["robot_rl_before"] = lambda: Ours(before, obs_space, act_space, capacity)
+                makers["robot_rl_before"] = functools.partial(Ours, before, *args)
             if serl_repo and cameras:  # SERL's memory-efficient buffer is for pixels
-                makers["serl"] = lambda: Serl(obs_space, act_space, capacity)
+                makers["serl"] = functools.partial(Serl, *args)
             results = {name: [] for name in makers}
             for _ in range(1 if quick else rounds):
                 for name, make in makers.items():

@@ -349,3 +349,19 @@ def test_a_partly_filled_buffer_saves_only_what_it_holds(tmp_path):
     )
     np.testing.assert_array_equal(buffer.gather(indices[-1:] + 1)["rewards"], [1.0])
     np.testing.assert_array_equal(loaded.gather(indices[-1:] + 1)["rewards"], [1.0])
+
+
+def test_a_batch_still_held_is_never_overwritten_by_the_next_sample():
+    buffer = ReplayBuffer(obs_space(), ACTION_SPACE, capacity=50)
+    reference = run_episodes(buffer, np.random.default_rng(13), [20, 20])
+    rng = np.random.default_rng(0)
+    held = buffer.gather(np.arange(8))
+    kept_view = buffer.gather(np.arange(8, 16))["next_observations"]["cam"]
+    expected = {k: v.copy() for k, v in held["observations"].items()}
+    expected_view = kept_view.copy()
+    for _ in range(3):  # later batches reuse memory only that nobody holds
+        buffer.sample(rng, 8)
+        check_against_reference(buffer, reference, buffer.sample_indices(rng, 8))
+    for key, value in expected.items():
+        np.testing.assert_array_equal(held["observations"][key], value)
+    np.testing.assert_array_equal(kept_view, expected_view)

@@ -70,9 +70,7 @@ def save_replay(buffer: ReplayBuffer, path: str | os.PathLike) -> None:
     )
     # Array names by position: observation keys may hold characters a zip name cannot.
     arrays.update({f"frames_{i}": buffer._frames[k][:slots] for i, k in enumerate(keys)})
-    arrays.update(
-        {f"extra_{i}": buffer._extras[k][:entries] for i, k in enumerate(buffer._extras)}
-    )
+    arrays.update({f"extra_{i}": buffer._extras[k][:entries] for i, k in enumerate(buffer._extras)})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as file:
