@@ -11,6 +11,8 @@ Contenders, each measured once per round and the rounds interleaved (A, B, C, A,
 that the machine's load hits them alike:
 
 - ``robot_rl``: ``robot_rl.data.replay.ReplayBuffer`` as checked out;
+- ``robot_rl_distinct_obs``: the same, each observation a different array from the previous
+  next observation (equal data), as after the network: every add compares the frames;
 - ``robot_rl_before``: the same file at ``--baseline-rev`` (a git revision), when given;
 - ``serl``: SERL's ``MemoryEfficientReplayBuffer`` (rail-berkeley/serl,
   ``serl_launcher/data/``), when ``--serl-repo`` names a git directory of that repository. Its
@@ -62,10 +64,13 @@ def spaces(cameras: int, size: int = 128) -> tuple[gym.spaces.Dict, gym.spaces.B
 
 
 class Ours:
-    """A robot_rl ReplayBuffer class (checked out or from another revision)."""
+    """A robot_rl ReplayBuffer class (checked out or from another revision). With
+    ``distinct_obs`` each observation is a different array from the previous next observation
+    (same data), as transitions decoded from the network are: the buffer compares them."""
 
-    def __init__(self, buffer_class, obs_space, act_space, capacity):
+    def __init__(self, buffer_class, obs_space, act_space, capacity, distinct_obs=False):
         self.buffer = buffer_class(obs_space, act_space, capacity)
+        self.distinct_obs = distinct_obs
 
     @staticmethod
     def prepare(obs: dict) -> dict:
@@ -206,6 +211,9 @@ def workload(contender, obs_space, inserts: int, pool_size: int = 64):
             else:
                 obs[key] = rng.normal(size=space.shape).astype(np.float32)
         pool.append(contender.prepare(obs))
+    next_pool = pool
+    if getattr(contender, "distinct_obs", False):
+        next_pool = [{k: v.copy() for k, v in obs.items()} for obs in pool]
     actions = rng.uniform(-1, 1, (pool_size, 4)).astype(np.float32)
     state = {"step": 0, "frame": 0}
 
@@ -214,7 +222,7 @@ def workload(contender, obs_space, inserts: int, pool_size: int = 64):
         start = time.perf_counter()
         for _ in range(n):
             end = step % EPISODE == EPISODE - 1
-            obs, nxt = pool[frame % pool_size], pool[(frame + 1) % pool_size]
+            obs, nxt = pool[frame % pool_size], next_pool[(frame + 1) % pool_size]
             contender.add(obs, actions[step % pool_size], 1.0, False, end, nxt)
             step += 1
             # after an episode ends the next one starts from a fresh frame
@@ -260,6 +268,10 @@ def run(
             obs_space, act_space = spaces(cameras)
             args = (obs_space, act_space, capacity)
             makers = {"robot_rl": functools.partial(Ours, ReplayBuffer, *args)}
+            if cameras:
+                makers["robot_rl_distinct_obs"] = functools.partial(
+                    Ours, ReplayBuffer, *args, distinct_obs=True
+                )
             if before is not None:
                 makers["robot_rl_before"] = functools.partial(Ours, before, *args)
             if serl_repo and cameras:  # SERL's memory-efficient buffer is for pixels
@@ -294,7 +306,7 @@ def summarise(config: str, results: dict[str, list[dict]]) -> list[dict]:
             if figure == "sample":
                 line["batch"] = BATCH
             for other in medians:
-                if other != name and name == "robot_rl":
+                if other != name and name.startswith("robot_rl") and other != "robot_rl":
                     ratio = medians[name][figure] / medians[other][figure]
                     line[f"ratio_vs_{other}"] = round(ratio, 2)
             lines.append(line)

@@ -16,7 +16,10 @@ episodes of T steps the frames run out first and a full buffer holds about
 last percent (and absorbs the few intact transitions that interleaved streams drop early, about
 two per stream) at one frame of memory per extra slot.
 
-``add`` validates without copying, then copies each array once, straight into its slot;
+An observation whose arrays are the very ones given as its stream's last next observation (the
+``obs = next_obs`` of every RL loop) continues that frame without being compared; any other
+(decoded from the network, copied) is compared with the stored frame, and stored anew if it
+differs. ``add`` validates without copying, then copies each array once, into its slot;
 ``sample`` gathers the obs and next-obs frames of a batch in one ``np.take`` per key.
 """
 
@@ -144,6 +147,9 @@ class ReplayBuffer:
         self._tail = 0  # oldest valid transition (global count)
         # stream id -> (serial of its last next-obs frame, whether that transition ended)
         self._streams: dict[int, tuple[int, bool]] = {}
+        # stream id -> the arrays given as its last next observation (references, not copies;
+        # not saved: after a load every observation is compared)
+        self._last_next: dict[int, dict[str, np.ndarray]] = {}
 
         self._log: DurableLog | None = None
         if durable_dir is not None:
@@ -304,9 +310,11 @@ class ReplayBuffer:
         self._slot_last_user[next_slot] = head
         self._head = head + 1
         self._streams[stream] = (self._frames_written - 1, terminated or truncated)
+        self._last_next[stream] = next_obs
 
     def _reusable_slot(self, stream: int, obs: dict[str, np.ndarray]) -> int | None:
-        """The stream's previous next-obs slot when it continues the episode with equal data."""
+        """The stream's previous next-obs slot when it continues the episode: with the very
+        arrays given as that next observation, or with equal data."""
         previous = self._streams.get(stream)
         if previous is None:
             return None
@@ -315,10 +323,17 @@ class ReplayBuffer:
         if ended or serial < self._frames_written + 1 - self.frame_capacity:
             return None
         slot = serial % self.frame_capacity
+        # An array that *is* the one given as this stream's last next observation is that
+        # observation: ``obs = next_obs`` in the caller's loop, the trajectory continuing. Only
+        # arrays that are not (decoded from the network, read back from the log, copies) are
+        # compared with the stored frame, which costs as much memory traffic as storing it.
+        last_next = self._last_next.get(stream, {})
         # Small keys first: a different observation usually differs in its state already.
         # (shapes already match, values are finite: plain == is exact here)
         for key in self._compare_order:
             value, words = obs[key], self._frame_words.get(key)
+            if value is last_next.get(key):
+                continue
             if words is not None and value.flags.c_contiguous:
                 if not (words[slot] == value.reshape(-1).view(np.uint64)).all():
                     return None
