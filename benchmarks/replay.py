@@ -7,7 +7,7 @@ plus two 128x128x3 uint8 cameras). The workload is realistic: episodes of 100 st
 observation the previous step's next observation, a fresh first observation after each episode
 end, frames drawn from a pool of distinct random images (so making data is not what is timed).
 
-Contenders, each measured once per round and the rounds interleaved (A, B, C, A, B, C, ...) so
+Contenders, all alive at once and timed in small alternating chunks (A, B, C, A, B, C, ...) so
 that the machine's load hits them alike:
 
 - ``robot_rl``: ``robot_rl.data.replay.ReplayBuffer`` as checked out;
@@ -22,12 +22,13 @@ that the machine's load hits them alike:
   axis of 1, ``masks``, ``dones``). Its ``sample`` returns strided views (the consumer still
   has to make them contiguous); ours returns contiguous arrays.
 
-Per contender and round: ``insert_fill`` (transitions/s while the buffer fills for the first
+Per contender: ``insert_fill`` (transitions/s while the buffer fills for the first
 time: first-touch page faults included, as in any run's first hour), ``insert_steady`` (the
 buffer full, overwriting), ``sample`` (batches of 256, transitions/s) and memory: bytes and
 frames per transition slot (what is allocated per unit of capacity) and per held transition
 (at steady state, where episode-start frames and invalid rows count against the buffer). Each
-JSON line carries the median over rounds, every round's figure, and ratios to the others.
+JSON line carries the median chunk rate, every chunk's rate, and against each other contender
+the median of the paired chunk-by-chunk ratios.
 """
 
 from __future__ import annotations
@@ -234,25 +235,39 @@ def workload(contender, obs_space, inserts: int, pool_size: int = 64):
     return add
 
 
-def measure_once(name, make, obs_space, capacity: int, batches: int) -> dict:
-    contender = make()
-    add = workload(contender, obs_space, capacity)
-    figures = {"insert_fill": add(capacity), "insert_steady": add(capacity // 2)}
+def measure(makers: dict, obs_space, capacity: int, rounds: int, batches: int) -> dict:
+    """Every contender alive at once, timed in small alternating chunks (A, B, C, A, B, C, ...)
+    so that a change in the machine's load lands on all of them: per figure, each chunk's
+    rate per contender, chunk by chunk."""
+    contenders = {name: make() for name, make in makers.items()}
+    adds = {name: workload(c, obs_space, capacity) for name, c in contenders.items()}
+    rates = {name: {"insert_fill": [], "insert_steady": [], "sample": []} for name in makers}
+    chunks = 8
+    for _ in range(chunks):  # the first fill, in chunks: first-touch page faults and all
+        for name, add in adds.items():
+            rates[name]["insert_fill"].append(add(capacity // chunks))
+    steady = max(capacity // 10, 50)
+    for _ in range(rounds):
+        for name, add in adds.items():
+            rates[name]["insert_steady"].append(add(steady))
     rng = np.random.default_rng(1)
-    contender.sample(rng, BATCH)  # warm-up
-    start = time.perf_counter()
-    for _ in range(batches):
-        contender.sample(rng, BATCH)
-    figures["sample"] = batches * BATCH / (time.perf_counter() - start)
-    figures["memory"] = contender.memory()
-    del contender
+    for contender in contenders.values():
+        contender.sample(rng, BATCH)  # warm-up
+    for _ in range(rounds):
+        for name, contender in contenders.items():
+            start = time.perf_counter()
+            for _ in range(batches):
+                contender.sample(rng, BATCH)
+            rates[name]["sample"].append(batches * BATCH / (time.perf_counter() - start))
+    memory = {name: c.memory() for name, c in contenders.items()}
+    del contenders, adds
     gc.collect()
-    return figures
+    return {"rates": rates, "memory": memory}
 
 
 def run(
     quick: bool = False,
-    rounds: int = 3,
+    rounds: int = 8,
     baseline_rev: str | None = None,
     serl_repo: str | None = None,
 ) -> list[dict]:
@@ -262,8 +277,8 @@ def run(
         before = load_revision(baseline_rev, Path(tmp)) if baseline_rev else None
         if serl_repo:
             Serl.module = load_serl(Path(serl_repo), Path(tmp) / "serl")
-        configs = [("a_state", 0, 2_000 if quick else 20_000, 20 if quick else 200)]
-        configs.append(("b_state_2cams_128", 2, 500 if quick else 5_000, 10 if quick else 60))
+        configs = [("a_state", 0, 2_000 if quick else 20_000, 20 if quick else 50)]
+        configs.append(("b_state_2cams_128", 2, 500 if quick else 5_000, 4 if quick else 10))
         for config, cameras, capacity, batches in configs:
             obs_space, act_space = spaces(cameras)
             args = (obs_space, act_space, capacity)
@@ -276,11 +291,8 @@ def run(
                 makers["robot_rl_before"] = functools.partial(Ours, before, *args)
             if serl_repo and cameras:  # SERL's memory-efficient buffer is for pixels
                 makers["serl"] = functools.partial(Serl, *args)
-            results = {name: [] for name in makers}
-            for _ in range(1 if quick else rounds):
-                for name, make in makers.items():
-                    results[name].append(measure_once(name, make, obs_space, capacity, batches))
-            lines.extend(summarise(config, results))
+            measured = measure(makers, obs_space, capacity, 2 if quick else rounds, batches)
+            lines.extend(summarise(config, measured))
     load_end = os.getloadavg()
     for line in lines:
         line["loadavg_start"] = [round(x, 2) for x in load_start]
@@ -288,29 +300,28 @@ def run(
     return lines
 
 
-def summarise(config: str, results: dict[str, list[dict]]) -> list[dict]:
-    lines = []
-    medians = {
-        name: {f: median(r[f] for r in rounds) for f in ("insert_fill", "insert_steady", "sample")}
-        for name, rounds in results.items()
-    }
-    for name, rounds in results.items():
-        for figure in ("insert_fill", "insert_steady", "sample"):
+def summarise(config: str, measured: dict) -> list[dict]:
+    """Per contender and figure: the median chunk rate, and against each other contender the
+    median of the chunk-by-chunk ratios (paired: both measured back to back)."""
+    rates, lines = measured["rates"], []
+    for name, figures in rates.items():
+        for figure, values in figures.items():
             line = {
                 "config": config,
                 "buffer": name,
                 "figure": figure,
-                "transitions_per_s": round(medians[name][figure], 1),
-                "rounds": [round(r[figure], 1) for r in rounds],
+                "transitions_per_s": round(median(values), 1),
+                "chunks": [round(v) for v in values],
             }
             if figure == "sample":
                 line["batch"] = BATCH
-            for other in medians:
-                if other != name and name.startswith("robot_rl") and other != "robot_rl":
-                    ratio = medians[name][figure] / medians[other][figure]
-                    line[f"ratio_vs_{other}"] = round(ratio, 2)
+            if name.startswith("robot_rl"):
+                for other in rates:
+                    if other != name and other != "robot_rl":
+                        pairs = zip(values, rates[other][figure], strict=True)
+                        line[f"ratio_vs_{other}"] = round(median(a / b for a, b in pairs), 2)
             lines.append(line)
-        memory = rounds[-1]["memory"]
+        memory = measured["memory"][name]
         lines.append(
             {
                 "config": config,
@@ -326,7 +337,7 @@ def summarise(config: str, results: dict[str, list[dict]]) -> list[dict]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one round")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--rounds", type=int, default=8, help="interleaved chunks")
     parser.add_argument("--baseline-rev", help="also time replay.py at this git revision")
     parser.add_argument("--serl-repo", help="git directory of rail-berkeley/serl: time its buffer")
     args = parser.parse_args(argv)

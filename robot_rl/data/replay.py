@@ -35,6 +35,12 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.durable_log import DurableLog
+from robot_rl.data.replay_checks import (
+    check_action,
+    check_extras,
+    check_observation,
+    observation_layout,
+)
 from robot_rl.data.replay_files import (
     SAVE_FORMAT_VERSION,
     ReplayFileError,
@@ -122,11 +128,7 @@ class ReplayBuffer:
             if store[0].nbytes % 8 == 0 and store.dtype.itemsize <= 8
         }
         self._outputs: dict[str, np.ndarray] = {}  # sample's frame arrays, see _output
-        # (key, shape, dtype, float?) in the space's order: what ``add`` checks per key
-        self._layout = tuple(
-            (key, space.shape, space.dtype, bool(np.issubdtype(space.dtype, np.floating)))
-            for key, space in observation_space.spaces.items()
-        )
+        self._layout = observation_layout(observation_space)  # what ``add`` checks per key
         self._compare_order = sorted(self._frames, key=lambda k: self._frames[k][0].nbytes)
         self._slot_serial = np.full(self.frame_capacity, -1, np.int64)
         # Newest transition (global count) that refers to each slot: its eviction point.
@@ -178,13 +180,13 @@ class ReplayBuffer:
 
         Validation reads the caller's arrays without copying them; the only copy of a frame is
         the one into its slot, so a caller may reuse its arrays as soon as this returns."""
-        obs = self._check_observation(observation, "observation")
-        next_obs = self._check_observation(next_observation, "next_observation")
-        action = self._check_action(action)
+        obs = check_observation(self._layout, observation, "observation")
+        next_obs = check_observation(self._layout, next_observation, "next_observation")
+        action = check_action(self.action_space.shape, action)
         reward = np.float32(reward)
         if not np.isfinite(reward):
             raise ValueError(f"reward is not finite: {reward}")
-        extras = self._check_extras(extras) if (extras or self._extras) else {}
+        extras = check_extras(self.extra_fields, extras) if (extras or self._extras) else {}
         stream = int(stream)
         terminated, truncated = bool(terminated), bool(truncated)
         if self._log is not None:
@@ -200,64 +202,6 @@ class ReplayBuffer:
             )
             self._log.append(record)
         self._insert(obs, action, reward, terminated, truncated, next_obs, stream, extras)
-
-    def _check_observation(self, observation, what: str) -> dict[str, np.ndarray]:
-        """The observation's arrays, checked, in the store's dtype: the caller's own arrays
-        where they already are (no copy), small cast copies for float keys that are not."""
-        if type(observation) is not dict and not isinstance(observation, Mapping):
-            raise ValueError(f"{what} must be a dict of arrays, got {type(observation).__name__}")
-        if len(observation) != len(self._layout):
-            unexpected = set(observation) - set(self._frames)
-            if unexpected:
-                raise ValueError(f"{what} has unexpected keys {sorted(unexpected)}")
-        checked = {}
-        for key, shape, dtype, floating in self._layout:
-            value = observation.get(key)
-            if value is None:
-                raise ValueError(f"{what} is missing key {key!r} (shape {shape}, {dtype})")
-            if type(value) is not np.ndarray:
-                value = np.asarray(value)
-            if value.shape != shape:
-                raise ValueError(f"{what}[{key!r}]: expected shape {shape}, got {value.shape}")
-            if floating:
-                if value.dtype.kind not in "fiu":
-                    raise ValueError(f"{what}[{key!r}]: expected {dtype}, got {value.dtype}")
-                # cast first: a float64 that overflows float32 is infinite where it is stored
-                value = value.astype(dtype, copy=False)
-                if not np.isfinite(value).all():
-                    raise ValueError(f"{what}[{key!r}] contains NaN or inf")
-            elif value.dtype != dtype:
-                # Casting integers (pixels) could wrap silently, so they must match exactly.
-                raise ValueError(f"{what}[{key!r}]: expected dtype {dtype}, got {value.dtype}")
-            checked[key] = value
-        return checked
-
-    def _check_action(self, action) -> np.ndarray:
-        action = np.asarray(action, dtype=np.float32)
-        if action.shape != self.action_space.shape:
-            raise ValueError(
-                f"action: expected shape {self.action_space.shape}, got {action.shape}"
-            )
-        if not np.isfinite(action).all():
-            raise ValueError(f"action contains NaN or inf: {action}")
-        return action
-
-    def _check_extras(self, extras: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        unknown = set(extras) - set(self.extra_fields)
-        if unknown:
-            raise ValueError(
-                f"unknown extra fields {sorted(unknown)}; declared: {sorted(self.extra_fields)}"
-            )
-        checked = {}
-        for name, (shape, dtype) in self.extra_fields.items():
-            # An extra field left out is zero (e.g. intervened=False).
-            value = np.asarray(extras.get(name, 0 if not shape else np.zeros(shape, dtype)))
-            if value.shape != shape:
-                raise ValueError(f"extra field {name!r}: expected shape {shape}, got {value.shape}")
-            if value.dtype.kind == "f" and not np.isfinite(value).all():
-                raise ValueError(f"extra field {name!r} contains NaN or inf")
-            checked[name] = value.astype(dtype, copy=False)
-        return checked
 
     def _record_to_transition(self, record: dict[str, np.ndarray]) -> tuple:
         obs = {k: record[f"observation/{k}"] for k in self._frames}
