@@ -1,11 +1,18 @@
 """Learner throughput: one JSON line per configuration.
 
-    python benchmarks/learner.py [--quick] [--only a,b,c,d,replay]
+    python benchmarks/learner.py [--quick] [--only roofline,a,b,c,d,replay]
 
 Each line has ``config``, ``updates_per_s`` (critic updates per second), ``ms_per_call`` (one
 jitted ``update`` call, which runs ``critic_updates_per_call`` critic updates in one scan),
 the batch, and the compile time of the first call. Batches are random (the replay cost is
 measured separately in the replay lines), timed after JIT warm-up, as SERL's figures were.
+
+``roofline``: the state configuration (10 critics, min of 2, 8 critic updates per actor update)
+against a batched-matmul roofline at the critic ensemble's shapes, timed in the same rounds
+(``benchmarks/roofline.py``): FLOPs per call counted by hand and by XLA, achieved GFLOP/s and
+its share of the roofline, and the call timed with pieces removed (critic updates only, the
+ensemble's forward and backward only, Adam and Polyak only). The conv and ResNet-10 lines carry
+XLA's FLOPs per call and their share of a conv (or, with cached features, matmul) roofline.
 
 ``serl_reference_updates_per_s`` is SERL's own agent measured on this machine class for the
 comparable configuration (given in the project's issue, not measured in this run).
@@ -207,7 +214,10 @@ def state_roofline(rounds: int, calls: int) -> dict:
         "achieved_gflops": round(achieved, 2),
         "roofline_gflops": round(median(gflops), 2),
         "roofline_shape": rl["shape"],
-        "roofline_gflops_one_matmul_per_call": round(rl["gflops_one_per_call"], 2),
+        "roofline_gflops_by_matmul": {
+            name: round(rl[f"gflops_{name}"], 2)
+            for name in (*roofline.TRAINING_MATMULS, "forward_one_per_call")
+        },
         "roofline_share": round(achieved / median(gflops), 3),
         "ms_per_call_by_piece": {k: round(v, 2) for k, v in ms.items() if k != "roofline"},
         "ensemble_fwd_bwd_gflops": round(fwd_bwd_flops / ms["ensemble_fwd_bwd_only"] / 1e6, 2),
@@ -281,7 +291,7 @@ def resnet_configs(calls: int, batch_size: int, size: int) -> list[dict]:
     cached = {"config": f"d_resnet10_frozen_{size}px_cached", **common}
     cached.update(time_updates(agent, features, utd, calls))
     # no convolution left in the update: its heads and MLPs are matmuls
-    roof = roofline.matmul_roofline(2, batch_size, 256)
+    roof = roofline.matmul_roofline(2, 256, 256)  # the head MLPs, at batch 256
     cached.update(xla_share(agent, features, utd, cached["ms_per_call"] / 1e3, roof))
     t0 = time.perf_counter()
     for _ in range(calls):

@@ -3,9 +3,10 @@
 Helpers for ``benchmarks/learner.py``:
 
 - ``matmul_roofline``: jitted batched matmuls at the critic ensemble's own shapes (N critics,
-  batch B, hidden K: ``[N, B, K] @ [N, K, K]``, as ``vmap`` over the ensemble lowers), chained
-  inside one ``fori_loop`` so that dispatch does not count: the GFLOP/s that the update's
-  dominant operation can reach here, now.
+  batch B, hidden K, as ``vmap`` over the ensemble lowers), each of a layer's three training
+  matmuls (forward, weight gradient, input gradient) chained inside one ``fori_loop`` so that
+  dispatch does not count: the GFLOP/s that the update's dominant operations can reach here,
+  now.
 - ``conv_roofline``: the same for a 3x3 convolution at a trunk's costliest shape (the conv
   trunk's second layer, 32 to 32 channels at stride 2; ResNet-10's first stage, 64 to 64).
 - ``state_update_flops``: the FLOPs of one critic update and one actor update of the state
@@ -33,29 +34,47 @@ def seconds_per_call(fn, *args, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
+# The three matmuls of a dense layer's training step, batched over the ensemble: forward
+# (activations times weights), weight gradient (contracting over the batch), input gradient
+# (times the transposed weights).
+TRAINING_MATMULS = {
+    "forward": "nbi,nij->nbj",
+    "weight_grad": "nbi,nbj->nij",
+    "input_grad": "nbj,nij->nbi",
+}
+
+
 def matmul_roofline(n: int, batch: int, k: int, iters: int = 32, calls: int = 5) -> dict:
-    """GFLOP/s of ``iters`` chained ``[n, batch, k] @ [n, k, k]`` matmuls in one call."""
+    """GFLOP/s of ``iters`` chained ``[n, batch, k] x [n, k, k]`` matmuls in one call, for each
+    of a layer's training matmuls, and their harmonic mean (equal FLOPs each, as in a layer's
+    forward and backward pass): what the ensemble's update could reach if it were only
+    matmuls. The chain feeds each product into the next, so ``batch`` must equal ``k``."""
+    if batch != k:
+        raise ValueError("the chained roofline needs batch == hidden width")
     key = jax.random.PRNGKey(0)
     x = jax.random.normal(key, (n, batch, k), jnp.float32)
     w = jax.random.normal(key, (n, k, k), jnp.float32) / jnp.sqrt(k)
+    flops = 2.0 * n * batch * k * k
+    result = {"shape": f"[{n},{batch},{k}]x[{n},{k},{k}]"}
+    for name, spec in TRAINING_MATMULS.items():
 
-    @jax.jit
-    def chain(x, w):
-        return jax.lax.fori_loop(0, iters, lambda _, h: jnp.einsum("nbi,nij->nbj", h, w), x)
+        @jax.jit
+        def chain(x, w, spec=spec):
+            return jax.lax.fori_loop(0, iters, lambda _, h: jnp.einsum(spec, h, w), x)
+
+        result[f"gflops_{name}"] = flops * iters / seconds_per_call(chain, x, w, calls=calls) / 1e9
 
     @jax.jit
     def one(x, w):  # a single matmul per call: what dispatch costs at this size
-        return jnp.einsum("nbi,nij->nbj", x, w)
+        return jnp.einsum(TRAINING_MATMULS["forward"], x, w)
 
-    flops = 2.0 * n * batch * k * k
-    chained = seconds_per_call(chain, x, w, calls=calls)
-    single = seconds_per_call(one, x, w, calls=calls * iters)
-    return {
-        "shape": f"[{n},{batch},{k}]@[{n},{k},{k}]",
-        "gflops": flops * iters / chained / 1e9,
-        "gflops_one_per_call": flops / single / 1e9,
-        "us_per_matmul": chained / iters * 1e6,
-    }
+    result["gflops_forward_one_per_call"] = (
+        flops / seconds_per_call(one, x, w, calls=calls * iters) / 1e9
+    )
+    rates = [result[f"gflops_{name}"] for name in TRAINING_MATMULS]
+    result["gflops"] = len(rates) / sum(1 / r for r in rates)
+    result["us_per_matmul"] = flops / result["gflops"] / 1e3
+    return result
 
 
 def conv_roofline(
