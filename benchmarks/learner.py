@@ -11,8 +11,9 @@ measured separately in the replay lines), timed after JIT warm-up, as SERL's fig
 against a batched-matmul roofline at the critic ensemble's shapes, timed in the same rounds
 (``benchmarks/roofline.py``): FLOPs per call counted by hand and by XLA, achieved GFLOP/s and
 its share of the roofline, and the call timed with pieces removed (critic updates only, the
-ensemble's forward and backward only, Adam and Polyak only). The conv and ResNet-10 lines carry
-XLA's FLOPs per call and their share of a conv (or, with cached features, matmul) roofline.
+ensemble's forward and backward only, the same without its LayerNorms, Adam and Polyak only).
+The conv and ResNet-10 lines carry XLA's FLOPs per call and their share of a conv (or, with
+cached features, matmul) roofline.
 
 ``serl_reference_updates_per_s`` is SERL's own agent measured on this machine class for the
 comparable configuration (given in the project's issue, not measured in this run).
@@ -40,6 +41,7 @@ import roofline
 from agent_fixtures import random_batch
 
 from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.networks import CriticEnsemble
 from robot_rl.agents.sac import SACAgent
 
 SERL_REFERENCE = {"state": 27.0, "conv": 1.4, "resnet10_frozen": 0.27}
@@ -140,6 +142,25 @@ def _state_pieces(agent: SACAgent, minibatches: dict) -> dict:
 
         return jax.lax.scan(body, jnp.zeros(()), mbs)[0]
 
+    # the same ensemble without its LayerNorms: what the matmuls alone cost
+    plain = CriticEnsemble(agent.config.hidden_dims, agent.config.num_critics, False)
+    mb0 = jax.tree.map(lambda x: x[0], minibatches)
+    plain_params = plain.init(jax.random.PRNGKey(0), mb0["observations"]["state"], mb0["actions"])[
+        "params"
+    ]
+
+    @jax.jit
+    def plain_grads(params, mbs):
+        def body(total, mb):
+            def loss(p):
+                qs = plain.apply({"params": p}, mb["observations"]["state"], mb["actions"])
+                return ((qs - mb["rewards"]) ** 2).mean()
+
+            grads = jax.grad(loss)(params)
+            return total + sum(g.sum() for g in jax.tree.leaves(grads)), None
+
+        return jax.lax.scan(body, jnp.zeros(()), mbs)[0]
+
     @jax.jit
     def optimiser_only(a, mbs):  # Adam on the critic and the Polyak target, per minibatch
         def body(a, _):
@@ -158,6 +179,7 @@ def _state_pieces(agent: SACAgent, minibatches: dict) -> dict:
         "full_update": (full, agent, minibatches),
         "critic_updates_only": (critic_only, agent, minibatches),
         "ensemble_fwd_bwd_only": (ensemble_grads, ensemble_params, minibatches),
+        "ensemble_fwd_bwd_without_layernorm": (plain_grads, plain_params, minibatches),
         "critic_optimiser_and_polyak_only": (optimiser_only, agent, minibatches),
     }
 
@@ -185,7 +207,7 @@ def state_roofline(rounds: int, calls: int) -> dict:
     times: dict[str, list[float]] = {name: [] for name in ("roofline", "update", *pieces)}
     gflops: list[float] = []
     for _ in range(rounds):  # interleaved: roofline, the whole update, each piece
-        rl = roofline.matmul_roofline(critics, batch_size, hidden[1])
+        rl = roofline.matmul_roofline(critics, batch_size, hidden[1], iters=16, calls=2)
         gflops.append(rl["gflops"])
         times["roofline"].append(rl["us_per_matmul"] / 1e3)
         times["update"].append(
@@ -195,6 +217,10 @@ def state_roofline(rounds: int, calls: int) -> dict:
             times[name].append(roofline.seconds_per_call(fn, *args, calls=calls) * 1e3)
     ms = {name: median(values) for name, values in times.items()}
     achieved = call_flops / (ms["update"] / 1e3) / 1e9
+    # the machine's load moves within seconds: each round's update against that round's
+    # roofline, measured back to back, then the median of those shares
+    pairs = zip(times["update"], gflops, strict=True)
+    shares = [call_flops / (t / 1e3) / 1e9 / g for t, g in pairs]
     # the piece: forward, weight gradients, input gradients of all but the first layer
     forward = critics * 2.0 * batch_size * (24 * 256 + 256 * 256 + 256)
     fwd_bwd_flops = utd * (3 * forward - critics * 2.0 * batch_size * 24 * 256)
@@ -218,9 +244,13 @@ def state_roofline(rounds: int, calls: int) -> dict:
             name: round(rl[f"gflops_{name}"], 2)
             for name in (*roofline.TRAINING_MATMULS, "forward_one_per_call")
         },
-        "roofline_share": round(achieved / median(gflops), 3),
+        "roofline_share": round(median(shares), 3),
+        "roofline_share_by_round": [round(s, 3) for s in shares],
         "ms_per_call_by_piece": {k: round(v, 2) for k, v in ms.items() if k != "roofline"},
         "ensemble_fwd_bwd_gflops": round(fwd_bwd_flops / ms["ensemble_fwd_bwd_only"] / 1e6, 2),
+        "ensemble_fwd_bwd_without_layernorm_gflops": round(
+            fwd_bwd_flops / ms["ensemble_fwd_bwd_without_layernorm"] / 1e6, 2
+        ),
         "rounds": rounds,
         "roofline_gflops_by_round": [round(g, 2) for g in gflops],
         "ms_per_call_by_round": [round(t, 2) for t in times["update"]],
@@ -324,7 +354,7 @@ def main(argv=None) -> int:
         print(json.dumps(line), flush=True)
 
     if "roofline" in only:
-        emit(state_roofline(rounds=1 if args.quick else 3, calls=2 if args.quick else 5))
+        emit(state_roofline(rounds=1 if args.quick else 7, calls=2 if args.quick else 3))
 
     if "a" in only:
         emit(state_config("a_state_rlpd_10critics_utd20", 10, 20, 20, calls))
