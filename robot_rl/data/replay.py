@@ -1,23 +1,32 @@
 """Replay buffer that stores each observation frame once.
 
-Two rings: a frame store (``frame_capacity`` slots, one array per observation key) and a
-transition ring (``capacity`` entries of obs slot, next-obs slot, action, reward, flags, extras).
-An observation reuses the frame its stream stored as the previous next observation, so an episode
-of T steps costs T + 1 frames rather than 2T. Transitions are addressed by *logical* index:
-0 is the oldest valid transition, ``len(buffer) - 1`` the newest.
+Two rings: a frame store (``frame_capacity`` slots, one preallocated contiguous array per
+observation key) and a transition ring (``capacity`` entries of obs slot, next-obs slot, action,
+reward, flags, extras). An observation reuses the frame its stream stored as the previous next
+observation, so each step writes only its next frame and an episode of T steps costs T + 1
+frames rather than 2T (SERL's memory-efficient buffer makes the same trade). Transitions are
+addressed by *logical* index: 0 is the oldest valid transition, ``len(buffer) - 1`` the newest.
 
 Frames and transitions both leave in FIFO order. When a frame slot is overwritten, every
 transition that still refers to the old frame must go: the valid window's tail moves past the
-newest transition that used it. With interleaved streams a reused frame can be a little older
-than its neighbours, so this may drop a few (about two per stream) still-intact transitions
-early; ``frame_capacity``'s default slack (capacity // 10 + 2) absorbs that.
+newest transition that used it. The default ``frame_capacity`` is ``capacity + 1``: one frame
+allocated per transition slot (plus the first frame of the very first episode), so with
+episodes of T steps the frames run out first and a full buffer holds about
+``capacity * T / (T + 1)`` transitions (99% at T = 100). A larger ``frame_capacity`` buys the
+last percent (and absorbs the few intact transitions that interleaved streams drop early, about
+two per stream) at one frame of memory per extra slot.
+
+An observation whose arrays are the very ones given as its stream's last next observation (the
+``obs = next_obs`` of every RL loop) continues that frame without being compared; any other
+(decoded from the network, copied) is compared with the stored frame, and stored anew if it
+differs. ``add`` validates without copying, then copies each array once, into its slot;
+``sample`` gathers the obs and next-obs frames of a batch in one ``np.take`` per key.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import zipfile
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,20 +35,33 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.durable_log import DurableLog
-from robot_rl.data.spaces_json import (
-    box_from_json,
-    box_to_json,
-    dict_space_from_json,
-    dict_space_to_json,
+from robot_rl.data.replay_checks import (
+    check_action,
+    check_extras,
+    check_observation,
+    observation_layout,
 )
+from robot_rl.data.replay_files import (
+    SAVE_FORMAT_VERSION,
+    ReplayFileError,
+    load_replay,
+    save_replay,
+)
+from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+
+__all__ = ["LOG_FILE_NAME", "SAVE_FORMAT_VERSION", "ReplayBuffer", "ReplayFileError"]
 
 LOG_FILE_NAME = "replay.log"
-SAVE_FORMAT_VERSION = 1
 
 
-class ReplayFileError(ValueError):
-    """A saved replay file that cannot be read (damaged, truncated, or not one); names it."""
+def _probe_refcount() -> int:
+    """``sys.getrefcount`` of an array held only by a dict and a local, as in ``_output``."""
+    outputs = {"probe": np.empty(1)}
+    array = outputs.get("probe")
+    return sys.getrefcount(array)
 
+
+_UNREFERENCED = _probe_refcount()
 
 ExtraFields = Mapping[str, tuple[tuple[int, ...], Any]]
 
@@ -64,7 +86,7 @@ class ReplayBuffer:
             raise ValueError(f"action_space must be a 1-d gymnasium Box, got {action_space}")
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
-        frame_capacity = capacity + capacity // 10 + 2 if frame_capacity is None else frame_capacity
+        frame_capacity = max(capacity + 1, 2) if frame_capacity is None else frame_capacity
         if frame_capacity < 2:
             raise ValueError(
                 f"frame_capacity must be >= 2 (obs and next obs), got {frame_capacity}"
@@ -90,10 +112,24 @@ class ReplayBuffer:
         if clash:
             raise ValueError(f"extra field names {sorted(clash)} clash with batch keys")
 
+        # np.empty, not np.zeros: only slots already written are ever read (through a
+        # transition or a serial >= 0), and numpy backs large empty arrays with transparent huge
+        # pages, where zeros' calloc takes a page fault per 4 KiB on first touch (measured 5-15x
+        # slower filling on this project's VMs).
         self._frames = {
-            key: np.zeros((self.frame_capacity, *space.shape), space.dtype)
+            key: np.empty((self.frame_capacity, *space.shape), space.dtype)
             for key, space in observation_space.spaces.items()
         }
+        # Each frame slot as whole 8-byte words where it can be: comparing an observation with
+        # the stored frame then looks at 8 times fewer elements.
+        self._frame_words = {
+            key: store.reshape(self.frame_capacity, -1).view(np.uint64)
+            for key, store in self._frames.items()
+            if store[0].nbytes % 8 == 0 and store.dtype.itemsize <= 8
+        }
+        self._outputs: dict[str, np.ndarray] = {}  # sample's frame arrays, see _output
+        self._layout = observation_layout(observation_space)  # what ``add`` checks per key
+        self._compare_order = sorted(self._frames, key=lambda k: self._frames[k][0].nbytes)
         self._slot_serial = np.full(self.frame_capacity, -1, np.int64)
         # Newest transition (global count) that refers to each slot: its eviction point.
         self._slot_last_user = np.full(self.frame_capacity, -1, np.int64)
@@ -113,6 +149,9 @@ class ReplayBuffer:
         self._tail = 0  # oldest valid transition (global count)
         # stream id -> (serial of its last next-obs frame, whether that transition ended)
         self._streams: dict[int, tuple[int, bool]] = {}
+        # stream id -> the arrays given as its last next observation (references, not copies;
+        # not saved: after a load every observation is compared)
+        self._last_next: dict[int, dict[str, np.ndarray]] = {}
 
         self._log: DurableLog | None = None
         if durable_dir is not None:
@@ -137,21 +176,19 @@ class ReplayBuffer:
         stream=0,
         **extras,
     ) -> None:
-        """Validate, copy and store one transition (and log it first in durable mode)."""
-        obs = self._check_observation(observation, "observation")
-        next_obs = self._check_observation(next_observation, "next_observation")
-        action = np.array(action, dtype=np.float32)  # a copy: callers reuse their arrays
-        if action.shape != self.action_space.shape:
-            raise ValueError(
-                f"action: expected shape {self.action_space.shape}, got {action.shape}"
-            )
-        if not np.all(np.isfinite(action)):
-            raise ValueError(f"action contains NaN or inf: {action}")
+        """Validate, then copy and store one transition (and log it first in durable mode).
+
+        Validation reads the caller's arrays without copying them; the only copy of a frame is
+        the one into its slot, so a caller may reuse its arrays as soon as this returns."""
+        obs = check_observation(self._layout, observation, "observation")
+        next_obs = check_observation(self._layout, next_observation, "next_observation")
+        action = check_action(self.action_space.shape, action)
         reward = np.float32(reward)
         if not np.isfinite(reward):
             raise ValueError(f"reward is not finite: {reward}")
-        extras = self._check_extras(extras)
+        extras = check_extras(self.extra_fields, extras) if (extras or self._extras) else {}
         stream = int(stream)
+        terminated, truncated = bool(terminated), bool(truncated)
         if self._log is not None:
             record = {f"observation/{k}": v for k, v in obs.items()}
             record.update({f"next_observation/{k}": v for k, v in next_obs.items()})
@@ -159,67 +196,12 @@ class ReplayBuffer:
             record.update(
                 action=action,
                 reward=np.asarray(reward),
-                terminated=np.asarray(bool(terminated)),
-                truncated=np.asarray(bool(truncated)),
+                terminated=np.asarray(terminated),
+                truncated=np.asarray(truncated),
                 stream=np.asarray(stream, np.int64),
             )
             self._log.append(record)
-        self._insert(
-            obs, action, reward, bool(terminated), bool(truncated), next_obs, stream, extras
-        )
-
-    def _check_observation(self, observation, what: str) -> dict[str, np.ndarray]:
-        if not isinstance(observation, Mapping):
-            raise ValueError(f"{what} must be a dict of arrays, got {type(observation).__name__}")
-        unexpected = set(observation) - set(self.observation_space.spaces)
-        if unexpected:
-            raise ValueError(f"{what} has unexpected keys {sorted(unexpected)}")
-        checked = {}
-        for key, space in self.observation_space.spaces.items():
-            if key not in observation:
-                raise ValueError(
-                    f"{what} is missing key {key!r} (shape {space.shape}, {space.dtype})"
-                )
-            value = np.asarray(observation[key])
-            if value.shape != space.shape:
-                raise ValueError(
-                    f"{what}[{key!r}]: expected shape {space.shape}, got {value.shape}"
-                )
-            if np.issubdtype(space.dtype, np.floating):
-                if not (
-                    np.issubdtype(value.dtype, np.floating)
-                    or np.issubdtype(value.dtype, np.integer)
-                ):
-                    raise ValueError(f"{what}[{key!r}]: expected {space.dtype}, got {value.dtype}")
-                value = value.astype(space.dtype)  # always a copy
-                if not np.all(np.isfinite(value)):
-                    raise ValueError(f"{what}[{key!r}] contains NaN or inf")
-            elif value.dtype != space.dtype:
-                # Casting integers (pixels) could wrap silently, so they must match exactly.
-                raise ValueError(
-                    f"{what}[{key!r}]: expected dtype {space.dtype}, got {value.dtype}"
-                )
-            else:
-                value = value.copy()
-            checked[key] = value
-        return checked
-
-    def _check_extras(self, extras: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        unknown = set(extras) - set(self.extra_fields)
-        if unknown:
-            raise ValueError(
-                f"unknown extra fields {sorted(unknown)}; declared: {sorted(self.extra_fields)}"
-            )
-        checked = {}
-        for name, (shape, dtype) in self.extra_fields.items():
-            # An extra field left out is zero (e.g. intervened=False).
-            value = np.array(extras.get(name, np.zeros(shape, dtype)))
-            if value.shape != shape:
-                raise ValueError(f"extra field {name!r}: expected shape {shape}, got {value.shape}")
-            if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):
-                raise ValueError(f"extra field {name!r} contains NaN or inf")
-            checked[name] = value.astype(dtype)
-        return checked
+        self._insert(obs, action, reward, terminated, truncated, next_obs, stream, extras)
 
     def _record_to_transition(self, record: dict[str, np.ndarray]) -> tuple:
         obs = {k: record[f"observation/{k}"] for k in self._frames}
@@ -237,15 +219,18 @@ class ReplayBuffer:
         )
 
     def _write_frame(self, frame: dict[str, np.ndarray]) -> int:
-        slot = self._frames_written % self.frame_capacity
-        if self._slot_serial[slot] >= 0:
+        written = self._frames_written
+        slot = written % self.frame_capacity
+        if written >= self.frame_capacity:
             # The old frame dies: so does every transition that refers to it.
-            self._tail = max(self._tail, int(self._slot_last_user[slot]) + 1)
+            last_user = int(self._slot_last_user[slot])
+            if last_user >= self._tail:
+                self._tail = last_user + 1
             self._slot_last_user[slot] = -1
-        for key, value in frame.items():
-            self._frames[key][slot] = value
-        self._slot_serial[slot] = self._frames_written
-        self._frames_written += 1
+        for key, store in self._frames.items():
+            store[slot] = frame[key]  # the one copy of this frame
+        self._slot_serial[slot] = written
+        self._frames_written = written + 1
         return slot
 
     def _insert(self, obs, action, reward, terminated, truncated, next_obs, stream, extras) -> None:
@@ -253,8 +238,10 @@ class ReplayBuffer:
         if obs_slot is None:
             obs_slot = self._write_frame(obs)
         next_slot = self._write_frame(next_obs)
-        self._tail = max(self._tail, self._head + 1 - self.capacity)
-        position = self._head % self.capacity
+        head = self._head
+        if head + 1 - self.capacity > self._tail:
+            self._tail = head + 1 - self.capacity
+        position = head % self.capacity
         self._obs_slot[position] = obs_slot
         self._next_slot[position] = next_slot
         self._actions[position] = action
@@ -263,23 +250,40 @@ class ReplayBuffer:
         self._truncated[position] = truncated
         for name, value in extras.items():
             self._extras[name][position] = value
-        self._slot_last_user[obs_slot] = self._head
-        self._slot_last_user[next_slot] = self._head
-        self._head += 1
-        self._streams[stream] = (int(self._slot_serial[next_slot]), terminated or truncated)
+        self._slot_last_user[obs_slot] = head
+        self._slot_last_user[next_slot] = head
+        self._head = head + 1
+        self._streams[stream] = (self._frames_written - 1, terminated or truncated)
+        self._last_next[stream] = next_obs
 
     def _reusable_slot(self, stream: int, obs: dict[str, np.ndarray]) -> int | None:
-        """The stream's previous next-obs slot when it continues the episode with equal data."""
-        if stream not in self._streams:
+        """The stream's previous next-obs slot when it continues the episode: with the very
+        arrays given as that next observation, or with equal data."""
+        previous = self._streams.get(stream)
+        if previous is None:
             return None
-        serial, ended = self._streams[stream]
+        serial, ended = previous
         # It must also survive the next-obs frame this add writes.
         if ended or serial < self._frames_written + 1 - self.frame_capacity:
             return None
         slot = serial % self.frame_capacity
-        if all(np.array_equal(self._frames[k][slot], v) for k, v in obs.items()):
-            return slot
-        return None
+        # An array that *is* the one given as this stream's last next observation is that
+        # observation: ``obs = next_obs`` in the caller's loop, the trajectory continuing. Only
+        # arrays that are not (decoded from the network, read back from the log, copies) are
+        # compared with the stored frame, which costs as much memory traffic as storing it.
+        last_next = self._last_next.get(stream, {})
+        # Small keys first: a different observation usually differs in its state already.
+        # (shapes already match, values are finite: plain == is exact here)
+        for key in self._compare_order:
+            value, words = obs[key], self._frame_words.get(key)
+            if value is last_next.get(key):
+                continue
+            if words is not None and value.flags.c_contiguous:
+                if not (words[slot] == value.reshape(-1).view(np.uint64)).all():
+                    return None
+            elif not (self._frames[key][slot] == value).all():
+                return None
+        return slot
 
     # --------------------------------------------------------------------------------- sampling
 
@@ -315,23 +319,49 @@ class ReplayBuffer:
         return (self._tail + indices) % self.capacity
 
     def gather(self, indices, *, skip_obs_keys: Sequence[str] = ()) -> dict:
-        positions = self._positions(indices)
-        obs_slot, next_slot = self._obs_slot[positions], self._next_slot[positions]
-        keys = [k for k in self._frames if k not in skip_obs_keys]
+        return self._gather(self._positions(indices), skip_obs_keys)
+
+    def _gather(self, positions: np.ndarray, skip_obs_keys: Sequence[str] = ()) -> dict:
+        size = len(positions)
+        # obs and next-obs slots side by side: one gather per key, two contiguous halves
+        slots = np.empty(2 * size, np.int64)
+        np.take(self._obs_slot, positions, out=slots[:size])
+        np.take(self._next_slot, positions, out=slots[size:])
+        observations, next_observations = {}, {}
+        for key, store in self._frames.items():
+            if key in skip_obs_keys:
+                continue
+            both = self._output(key, (2 * size, *store.shape[1:]), store.dtype)
+            # mode="clip": slots are in range by construction, and "raise" buffers ``out``
+            np.take(store, slots, axis=0, out=both, mode="clip")
+            observations[key], next_observations[key] = both[:size], both[size:]
         batch = {
-            "observations": {k: self._frames[k][obs_slot] for k in keys},
-            "next_observations": {k: self._frames[k][next_slot] for k in keys},
-            "actions": self._actions[positions],
-            "rewards": self._rewards[positions],
-            "terminated": self._terminated[positions],
-            "truncated": self._truncated[positions],
+            "observations": observations,
+            "next_observations": next_observations,
+            "actions": self._actions.take(positions, axis=0),
+            "rewards": self._rewards.take(positions),
+            "terminated": self._terminated.take(positions),
+            "truncated": self._truncated.take(positions),
         }
         for name, values in self._extras.items():
-            batch[name] = values[positions]
+            batch[name] = values.take(positions, axis=0)
         return batch
 
+    def _output(self, key: str, shape: tuple, dtype) -> np.ndarray:
+        """An array for a batch's frames: the previous batch's, when nothing outside this
+        buffer refers to it any more (its batch and every view of it were dropped), else a new
+        one. A learner that samples in a loop then copies frames into memory it already has,
+        instead of page-faulting tens of MB of fresh memory per batch (half of sample's time
+        on this project's VMs). A batch the caller still holds is never written to."""
+        array = self._outputs.get(key)
+        if array is None or array.shape != shape or sys.getrefcount(array) != _UNREFERENCED:
+            array = np.empty(shape, dtype)
+            self._outputs[key] = array
+        return array
+
     def sample(self, rng: np.random.Generator, size: int) -> dict:
-        return self.gather(self.sample_indices(rng, size))
+        indices = self.sample_indices(rng, size)  # in range by construction: no check
+        return self._gather((self._tail + indices) % self.capacity)
 
     def frame_slots(self, indices) -> tuple[np.ndarray, np.ndarray]:
         positions = self._positions(indices)
@@ -364,113 +394,10 @@ class ReplayBuffer:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the whole state to one ``.npz`` file atomically (tmp file, fsync, rename)."""
-        path = Path(path)
-        keys = list(self._frames)
-        streams = sorted(self._streams)
-        meta = {
-            "format_version": SAVE_FORMAT_VERSION,
-            **self._config_json(),
-            "capacity": self.capacity,
-            "frame_capacity": self.frame_capacity,
-            "observation_keys": keys,
-            "extra_names": list(self._extras),
-            "frames_written": self._frames_written,
-            "head": self._head,
-            "tail": self._tail,
-        }
-        # Only the slots written so far: the arrays are preallocated for the whole capacity (a
-        # pixel run's frame store is tens of GB of zeros until it fills), and load() fills the
-        # same prefix of a fresh buffer.
-        slots = min(self._frames_written, self.frame_capacity)
-        entries = min(self._head, self.capacity)
-        arrays = {
-            "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8),
-            "slot_serial": self._slot_serial[:slots],
-            "slot_last_user": self._slot_last_user[:slots],
-            "obs_slot": self._obs_slot[:entries],
-            "next_slot": self._next_slot[:entries],
-            "actions": self._actions[:entries],
-            "rewards": self._rewards[:entries],
-            "terminated": self._terminated[:entries],
-            "truncated": self._truncated[:entries],
-            "stream_ids": np.asarray(streams, np.int64),
-            "stream_serials": np.asarray([self._streams[s][0] for s in streams], np.int64),
-            "stream_ended": np.asarray([self._streams[s][1] for s in streams], bool),
-        }
-        # Array names by position: observation keys may hold characters a zip name cannot.
-        arrays.update({f"frames_{i}": self._frames[k][:slots] for i, k in enumerate(keys)})
-        arrays.update({f"extra_{i}": self._extras[k][:entries] for i, k in enumerate(self._extras)})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as file:
-            np.savez(file, **arrays)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
+        save_replay(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> ReplayBuffer:
         """A (non-durable) buffer in exactly the state that ``save`` wrote; ReplayFileError
         (one line naming the file) when the file is missing, truncated or damaged."""
-        try:
-            return cls._load(path)
-        except ReplayFileError:
-            raise
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
-            raise ReplayFileError(
-                f"{path}: cannot read this replay file ({type(err).__name__}: {err}); it is "
-                "damaged or incomplete"
-            ) from err
-
-    @classmethod
-    def _load(cls, path: str | os.PathLike) -> ReplayBuffer:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(data["meta"].tobytes().decode())
-            if meta.get("format_version") != SAVE_FORMAT_VERSION:
-                raise ReplayFileError(
-                    f"{path}: replay format version {meta.get('format_version')!r}, "
-                    f"expected {SAVE_FORMAT_VERSION}"
-                )
-            extra_fields = {
-                name: (tuple(spec["shape"]), np.dtype(spec["dtype"]))
-                for name, spec in meta["extra_fields"].items()
-            }
-            buffer = cls(
-                dict_space_from_json(meta["observation_space"]),
-                box_from_json(meta["action_space"]),
-                meta["capacity"],
-                frame_capacity=meta["frame_capacity"],
-                extra_fields=extra_fields,
-            )
-            # a prefix of each array (whole arrays in files written before saves were trimmed)
-            for i, key in enumerate(meta["observation_keys"]):
-                _fill_prefix(buffer._frames[key], data[f"frames_{i}"])
-            for i, name in enumerate(meta["extra_names"]):
-                _fill_prefix(buffer._extras[name], data[f"extra_{i}"])
-            for name in (
-                "slot_serial",
-                "slot_last_user",
-                "obs_slot",
-                "next_slot",
-                "actions",
-                "rewards",
-                "terminated",
-                "truncated",
-            ):
-                _fill_prefix(getattr(buffer, f"_{name}"), data[name])
-            buffer._streams = {
-                int(s): (int(serial), bool(ended))
-                for s, serial, ended in zip(
-                    data["stream_ids"], data["stream_serials"], data["stream_ended"], strict=True
-                )
-            }
-        buffer._frames_written = meta["frames_written"]
-        buffer._head = meta["head"]
-        buffer._tail = meta["tail"]
-        return buffer
-
-
-def _fill_prefix(target: np.ndarray, saved: np.ndarray) -> None:
-    if len(saved) > len(target) or saved.shape[1:] != target.shape[1:]:
-        raise ValueError(f"saved array of shape {saved.shape} does not fit {target.shape}")
-    target[: len(saved)] = saved
+        return load_replay(cls, path)
