@@ -28,13 +28,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.data.durable_log import DurableLog
 from robot_rl.data.replay_checks import (
     check_action,
     check_extras,
@@ -49,9 +47,7 @@ from robot_rl.data.replay_files import (
 )
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
 
-__all__ = ["LOG_FILE_NAME", "SAVE_FORMAT_VERSION", "ReplayBuffer", "ReplayFileError"]
-
-LOG_FILE_NAME = "replay.log"
+__all__ = ["SAVE_FORMAT_VERSION", "ReplayBuffer", "ReplayFileError"]
 
 
 def _probe_refcount() -> int:
@@ -75,8 +71,6 @@ class ReplayBuffer:
         *,
         frame_capacity: int | None = None,
         extra_fields: ExtraFields | None = None,
-        durable_dir: str | os.PathLike | None = None,
-        fsync: str = "always",
     ):
         if not isinstance(observation_space, gym.spaces.Dict):
             raise ValueError(
@@ -153,15 +147,6 @@ class ReplayBuffer:
         # not saved: after a load every observation is compared)
         self._last_next: dict[int, dict[str, np.ndarray]] = {}
 
-        self._log: DurableLog | None = None
-        if durable_dir is not None:
-            self._log = DurableLog(
-                Path(durable_dir) / LOG_FILE_NAME, self._config_json(), fsync=fsync
-            )
-            # The log holds both frames of every transition; ``add`` dedups them again here.
-            for record in self._log:
-                self._insert(*self._record_to_transition(record))
-
     # ----------------------------------------------------------------------------------- adding
 
     def add(
@@ -176,7 +161,7 @@ class ReplayBuffer:
         stream=0,
         **extras,
     ) -> None:
-        """Validate, then copy and store one transition (and log it first in durable mode).
+        """Validate, then copy and store one transition.
 
         Validation reads the caller's arrays without copying them; the only copy of a frame is
         the one into its slot, so a caller may reuse its arrays as soon as this returns."""
@@ -189,34 +174,7 @@ class ReplayBuffer:
         extras = check_extras(self.extra_fields, extras) if (extras or self._extras) else {}
         stream = int(stream)
         terminated, truncated = bool(terminated), bool(truncated)
-        if self._log is not None:
-            record = {f"observation/{k}": v for k, v in obs.items()}
-            record.update({f"next_observation/{k}": v for k, v in next_obs.items()})
-            record.update({f"extra/{k}": v for k, v in extras.items()})
-            record.update(
-                action=action,
-                reward=np.asarray(reward),
-                terminated=np.asarray(terminated),
-                truncated=np.asarray(truncated),
-                stream=np.asarray(stream, np.int64),
-            )
-            self._log.append(record)
         self._insert(obs, action, reward, terminated, truncated, next_obs, stream, extras)
-
-    def _record_to_transition(self, record: dict[str, np.ndarray]) -> tuple:
-        obs = {k: record[f"observation/{k}"] for k in self._frames}
-        next_obs = {k: record[f"next_observation/{k}"] for k in self._frames}
-        extras = {k: record[f"extra/{k}"] for k in self.extra_fields}
-        return (
-            obs,
-            record["action"],
-            np.float32(record["reward"]),
-            bool(record["terminated"]),
-            bool(record["truncated"]),
-            next_obs,
-            int(record["stream"]),
-            extras,
-        )
 
     def _write_frame(self, frame: dict[str, np.ndarray]) -> int:
         written = self._frames_written
@@ -386,18 +344,12 @@ class ReplayBuffer:
             },
         }
 
-    def close(self) -> None:
-        """Flush and close the durable log (if any); the buffer stays usable for sampling."""
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
     def save(self, path: str | os.PathLike) -> None:
         """Write the whole state to one ``.npz`` file atomically (tmp file, fsync, rename)."""
         save_replay(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> ReplayBuffer:
-        """A (non-durable) buffer in exactly the state that ``save`` wrote; ReplayFileError
+        """A buffer in exactly the state that ``save`` wrote; ReplayFileError
         (one line naming the file) when the file is missing, truncated or damaged."""
         return load_replay(cls, path)

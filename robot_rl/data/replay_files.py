@@ -81,7 +81,7 @@ def save_replay(buffer: ReplayBuffer, path: str | os.PathLike) -> None:
 
 
 def load_replay(cls: type[ReplayBuffer], path: str | os.PathLike) -> ReplayBuffer:
-    """A (non-durable) buffer in exactly the state that ``save_replay`` wrote; ReplayFileError
+    """A buffer in exactly the state that ``save_replay`` wrote; ReplayFileError
     (one line naming the file) when the file is missing, truncated or damaged."""
     try:
         return _load(cls, path)
