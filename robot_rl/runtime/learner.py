@@ -453,7 +453,8 @@ class Learner:
             f"{cfg.agent.num_critics} critics, updates after {cfg.start_steps} transitions "
             f"-> {self.run_dir}"
         )
-        last_ckpt = last_log = last_status = time.monotonic()
+        last_ckpt = last_log = last_status = loop_start = time.monotonic()
+        waiting = 0.0  # seconds blocked on the queue: the actors' data, not training, bounds them
         last_published, log_updates, info = self.updates, self.updates, {}
         stop.deferred = True
         try:
@@ -470,7 +471,9 @@ class Learner:
                         self.publish()
                         last_published = self.updates
                 else:
+                    t0 = time.monotonic()
                     self._drain(block=True)  # ahead of the data: wait for transitions
+                    waiting += time.monotonic() - t0
                 now = time.monotonic()
                 if now - last_status >= 0.1:
                     lag = self.lag()
@@ -508,6 +511,8 @@ class Learner:
             "episodes": self.episodes,
             "actors": sorted(self.cursors),
             "update_seconds": self.core.update_seconds,
+            # the training loop's wall time, and its share spent waiting for transitions
+            "seconds": {"loop": time.monotonic() - loop_start, "waiting_for_data": waiting},
             "utd": self.utd_tracker.summary(),
         }
         try:
