@@ -146,3 +146,22 @@ def test_rlpd_preset_is_ten_critics_min_over_two():
     agent = SACAgent.create(0, state_space(), action_space(), cfg.replace(hidden_dims=(16,)))
     qs = jax.tree.leaves(agent.critic.params["ensemble"])
     assert all(leaf.shape[0] == 10 for leaf in qs)
+
+
+def test_the_actors_policy_acts_like_the_learner_and_keeps_no_optimiser_state():
+    from robot_rl.agents.acting_policy import ActingPolicy, weights_bytes
+    from robot_rl.agents.checkpoint import config_to_json
+
+    config = AgentConfig(hidden_dims=(32, 32), num_critics=2, critic_subsample=2)
+    learner = SACAgent.create(0, state_space(6), action_space(3), config)
+    learner, _ = learner.update(random_batch(state_space(6), 3, 2 * 16), utd_ratio=2)
+    welcome = {"agent_config": config_to_json(config), "seed": 0, "frozen_trunk": None}
+    policy = ActingPolicy(welcome, state_space(6), action_space(3))
+    policy.load(1, weights_bytes(learner))
+    obs = {"state": np.linspace(-1, 1, 6).astype(np.float32)}
+    expected = learner.eval_actions({"state": obs["state"][None]})[0]
+    np.testing.assert_allclose(policy(obs, deterministic=True), expected, rtol=1e-5, atol=1e-6)
+    # its template was built without Adam's moments: nothing of the size of the parameters
+    template = SACAgent.create(0, state_space(6), action_space(3), config, optimisers=False)
+    assert not jax.tree.leaves(template.critic.opt_state)
+    assert not jax.tree.leaves(template.actor.opt_state)

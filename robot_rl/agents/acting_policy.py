@@ -49,7 +49,9 @@ class ActingPolicy:
     ):
         config = config_from_json(welcome["agent_config"])
         try:  # a pretrained trunk is read from the file the learner names (checked below)
-            agent = create_agent(int(welcome["seed"]), observation_space, action_space, config)
+            agent = create_agent(
+                int(welcome["seed"]), observation_space, action_space, config, optimisers=False
+            )
         except FileNotFoundError as err:
             raise ValueError(f"the learner's frozen trunk is pretrained: {err}") from err
         if frozen_trunk_fingerprint(agent) != welcome.get("frozen_trunk"):

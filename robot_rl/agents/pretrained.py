@@ -169,7 +169,12 @@ def encoder_metadata(config: AgentConfig) -> dict:
 
 
 def create_agent(
-    seed, observation_space, action_space, config: AgentConfig, load_weights: bool = True
+    seed,
+    observation_space,
+    action_space,
+    config: AgentConfig,
+    load_weights: bool = True,
+    optimisers: bool = True,
 ):
     """``SACAgent.create`` with ``config.encoder_weights`` read into the frozen trunk (unless
     ``load_weights`` is False: a run about to restore a checkpoint, which holds the trunk)."""
@@ -183,5 +188,10 @@ def create_agent(
             raise ValueError("--agent.encoder-weights: this run observes no camera (--cameras)")
         variables = load_trunk_weights(config.encoder_weights, config.encoder)
     return SACAgent.create(
-        seed, observation_space, action_space, config, frozen_trunk_variables=variables
+        seed,
+        observation_space,
+        action_space,
+        config,
+        frozen_trunk_variables=variables,
+        optimisers=optimisers,
     )

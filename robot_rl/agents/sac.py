@@ -72,10 +72,12 @@ class SACAgent(struct.PyTreeNode):
         action_space: gym.spaces.Box,
         config: AgentConfig | None = None,
         frozen_trunk_variables: Any = None,
+        optimisers: bool = True,
     ) -> SACAgent:
         """Build an agent. ``frozen_trunk_variables`` are pretrained trunk weights (for example
         from ``load_resnet10_state_dict``); with ``encoder_frozen`` and none given, the frozen
-        trunk keeps its random initialisation (a random-feature baseline)."""
+        trunk keeps its random initialisation (a random-feature baseline). ``optimisers=False``
+        builds no optimiser state (an actor's template of the parameters: it never updates)."""
         config = config or AgentConfig()
         config.validate()
         image_keys, state_keys = split_observation_keys(observation_space)
@@ -154,28 +156,29 @@ class SACAgent(struct.PyTreeNode):
                 config.target_entropy if config.target_entropy is not None else -arm_dim / 2
             ),
         )
+        adam = optax.adam if optimisers else lambda _lr: optax.identity()
         gripper_state, target_gripper = None, None
         if gripper is not None:
             gripper_state = TrainState.create(
                 apply_fn=gripper.apply,
                 params=gripper.init(grip_key, features)["params"],
-                tx=optax.adam(config.gripper_lr),
+                tx=adam(config.gripper_lr),
             )
             target_gripper = gripper_state.params
         return cls(
             actor=TrainState.create(
                 apply_fn=actor.apply,
                 params=actor.init(actor_key, features)["params"],
-                tx=optax.adam(config.actor_lr),
+                tx=adam(config.actor_lr),
             ),
             critic=TrainState.create(
-                apply_fn=None, params=critic_params, tx=optax.adam(config.critic_lr)
+                apply_fn=None, params=critic_params, tx=adam(config.critic_lr)
             ),
             target_critic_params=critic_params,
             temperature=TrainState.create(
                 apply_fn=temperature.apply,
                 params=temperature.init(jax.random.PRNGKey(0))["params"],
-                tx=optax.adam(config.temperature_lr),
+                tx=adam(config.temperature_lr),
             ),
             gripper=gripper_state,
             target_gripper_params=target_gripper,
