@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 BATCH, UTD, CAMERAS, SIZE, STATE, ACTION = 64, 4, 2, 64, 20, 4
 
 OURS_XLA_FLAGS = ""
-"""XLA flags of our contender (measured: see the module's results file)."""
+"""XLA_FLAGS of our default contender: none, so the library's own (``robot_rl.agents``) apply."""
 
 
 # ---------------------------------------------------------------------------------- workers
@@ -176,7 +176,10 @@ def worker(spec: dict) -> None:
 class Worker:
     def __init__(self, name: str, spec: dict, xla_flags: str):
         env = dict(os.environ)
-        env["XLA_FLAGS"] = xla_flags
+        if xla_flags:
+            env["XLA_FLAGS"] = xla_flags
+        else:
+            env.pop("XLA_FLAGS", None)
         env["JAX_PLATFORMS"] = "cpu"
         # Intra-op threads of both frameworks: XLA's Eigen pool follows the visible CPUs, so
         # both are told the same count.
@@ -210,8 +213,13 @@ class Worker:
 def measure(config: str, part: str, contenders: dict, rounds: int, calls: int, threads: int):
     """Interleaved rounds; yields JSON-ready lines."""
     workers = []
-    for name, (framework, flags) in contenders.items():
-        spec = {"framework": framework, "config": config, "part": part, "threads": threads}
+    for name, (framework, flags, own_threads) in contenders.items():
+        spec = {
+            "framework": framework,
+            "config": config,
+            "part": part,
+            "threads": own_threads or threads,
+        }
         workers.append(Worker(name, spec, flags))
     for w in workers:
         w.wait_ready()
@@ -244,6 +252,7 @@ def measure(config: str, part: str, contenders: dict, rounds: int, calls: int, t
                 **common,
                 "contender": w.name,
                 "framework": w.spec["framework"],
+                "contender_threads": w.spec["threads"],
                 "xla_flags": w.xla_flags if w.spec["framework"] == "ours" else None,
                 "ms_per_call_median": round(statistics.median(ms), 1),
                 "ms_per_call_rounds": [round(x, 1) for x in ms],
@@ -254,12 +263,14 @@ def measure(config: str, part: str, contenders: dict, rounds: int, calls: int, t
     if torch_times:
         summary = {**common, "summary": True}
         for name, t in times.items():
-            if name == "torch":
+            if name.startswith("torch"):
                 continue
-            ratios = [a / b for a, b in zip(torch_times, t, strict=True)]
-            summary[f"ratio_torch_over_{name}_median"] = round(statistics.median(ratios), 2)
-            summary[f"ratio_torch_over_{name}_min"] = round(min(ratios), 2)
-            summary[f"ratio_torch_over_{name}_max"] = round(max(ratios), 2)
+            for base in [b for b in times if b.startswith("torch")]:
+                ratios = [a / b for a, b in zip(times[base], t, strict=True)]
+                key = f"ratio_{base}_over_{name}"
+                summary[f"{key}_median"] = round(statistics.median(ratios), 2)
+                summary[f"{key}_min"] = round(min(ratios), 2)
+                summary[f"{key}_max"] = round(max(ratios), 2)
         lines.append(summary)
     return lines
 
@@ -288,9 +299,13 @@ def main(argv=None) -> int:
     contenders = {}
     for item in args.ours_flags or [f"ours={OURS_XLA_FLAGS}"]:
         name, _, flags = item.partition("=")
-        contenders[name] = ("ours", flags)
+        contenders[name] = ("ours", flags, None)
     if not args.no_torch:
-        contenders["torch"] = ("torch", "")
+        contenders["torch"] = ("torch", "", None)
+        if args.threads > 1:
+            # Under oversubscription torch's OpenMP regions can lose more to waiting for a
+            # descheduled thread than they gain; its one-thread time is reported as well.
+            contenders["torch_1thread"] = ("torch", "", 1)
     for config in args.config.split(","):
         for part in args.part.split(","):
             for line in measure(config, part, contenders, args.rounds, args.calls, args.threads):
