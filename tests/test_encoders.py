@@ -108,3 +108,23 @@ def test_importing_encoders_does_not_import_torch():
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("size", "stride", "padding"), [(2, 1, ((1, 1), (1, 1))), (3, 2, "SAME"), (8, 1, "VALID")]
+)
+def test_small_map_conv_matches_flax_conv(size, stride, padding):
+    import flax.linen as nn
+
+    from robot_rl.agents.encoders.small_map_conv import Conv
+
+    x = np.random.default_rng(0).normal(size=(2, size, size, 5)).astype(np.float32)
+    ours = Conv(7, (3, 3), (stride, stride), padding)
+    flax_conv = nn.Conv(7, (3, 3), (stride, stride), padding, use_bias=False)
+    variables = ours.init(jax.random.key(0), x)
+    assert jax.tree.map(np.shape, variables) == jax.tree.map(
+        np.shape, flax_conv.init(jax.random.key(0), x)
+    )
+    np.testing.assert_allclose(
+        ours.apply(variables, x), flax_conv.apply(variables, x), rtol=1e-5, atol=1e-5
+    )
