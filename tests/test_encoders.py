@@ -32,6 +32,17 @@ def test_conv_trunk_shape(size, expected):
     assert features.dtype == np.float32
 
 
+@pytest.mark.parametrize(("size", "expected"), [(64, (2, 2, 2, 32)), (128, (2, 6, 6, 32))])
+def test_lerobot_conv_trunk_shape(size, expected):
+    trunk = make_trunk("lerobot_conv")
+    assert trunk.kernel_sizes == (7, 5, 3, 3) and trunk.strides == (2, 2, 2, 2)
+    images = _images(size)
+    variables = trunk.init(jax.random.key(0), images)
+    features = trunk.apply(variables, images)
+    assert features.shape == expected
+    assert features.dtype == np.float32
+
+
 @pytest.mark.parametrize(("size", "expected"), [(64, (2, 2, 2, 512)), (128, (2, 4, 4, 512))])
 def test_resnet10_trunk_shape_and_variables(size, expected):
     trunk = ResNet10Trunk()
@@ -84,9 +95,9 @@ def test_make_trunk():
     assert isinstance(make_trunk("conv", num_filters=8), ConvTrunk)
     assert make_trunk("conv", num_filters=8).num_filters == 8
     assert isinstance(make_trunk("resnet10", normalize_imagenet=False), ResNet10Trunk)
-    with pytest.raises(ValueError, match="conv, resnet10"):
+    with pytest.raises(ValueError, match="conv, lerobot_conv, resnet10"):
         make_trunk("resnet50")
-    assert set(TRUNKS) == {"conv", "resnet10", "serl_resnet10"}
+    assert set(TRUNKS) == {"conv", "lerobot_conv", "resnet10", "serl_resnet10"}
 
 
 def test_importing_encoders_does_not_import_torch():
@@ -97,3 +108,23 @@ def test_importing_encoders_does_not_import_torch():
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("size", "stride", "padding"), [(2, 1, ((1, 1), (1, 1))), (3, 2, "SAME"), (8, 1, "VALID")]
+)
+def test_small_map_conv_matches_flax_conv(size, stride, padding):
+    import flax.linen as nn
+
+    from robot_rl.agents.encoders.small_map_conv import Conv
+
+    x = np.random.default_rng(0).normal(size=(2, size, size, 5)).astype(np.float32)
+    ours = Conv(7, (3, 3), (stride, stride), padding)
+    flax_conv = nn.Conv(7, (3, 3), (stride, stride), padding, use_bias=False)
+    variables = ours.init(jax.random.key(0), x)
+    assert jax.tree.map(np.shape, variables) == jax.tree.map(
+        np.shape, flax_conv.init(jax.random.key(0), x)
+    )
+    np.testing.assert_allclose(
+        ours.apply(variables, x), flax_conv.apply(variables, x), rtol=1e-5, atol=1e-5
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import flax.linen as nn
 
-from robot_rl.agents.encoders.conv import ConvTrunk
+from robot_rl.agents.encoders.conv import ConvTrunk, LeRobotConvTrunk
 from robot_rl.agents.encoders.pooling import POOLINGS, EncoderHead, SpatialLearnedEmbeddings
 from robot_rl.agents.encoders.resnet import ResNet10Trunk
 from robot_rl.agents.encoders.serl_resnet import SerlResNet10Trunk
@@ -14,11 +14,14 @@ from robot_rl.agents.encoders.serl_resnet import SerlResNet10Trunk
 
 TRUNKS: dict[str, type[nn.Module]] = {
     "conv": ConvTrunk,
+    "lerobot_conv": LeRobotConvTrunk,
     "resnet10": ResNet10Trunk,
     "serl_resnet10": SerlResNet10Trunk,
 }
-"""``--agent.encoder`` names: 'resnet10' is torchvision's layout (BatchNorm), 'serl_resnet10'
-SERL / HIL-SERL's (GroupNorm; ``robot-rl convert-encoder`` reads their pickled parameters)."""
+"""``--agent.encoder`` names: 'conv' the small DrQ-style trunk, 'lerobot_conv' LeRobot SAC's
+default image encoder shape, 'resnet10' torchvision's ResNet-10 layout (BatchNorm),
+'serl_resnet10' SERL / HIL-SERL's (GroupNorm; ``robot-rl convert-encoder`` reads their pickled
+parameters)."""
 
 
 def make_trunk(name: str, **kwargs) -> nn.Module:
@@ -35,6 +38,7 @@ __all__ = [
     "TRUNKS",
     "ConvTrunk",
     "EncoderHead",
+    "LeRobotConvTrunk",
     "ResNet10Trunk",
     "SerlResNet10Trunk",
     "SpatialLearnedEmbeddings",

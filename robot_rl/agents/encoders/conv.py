@@ -21,23 +21,28 @@ class ConvTrunk(nn.Module):
     num_filters: int = 32
     kernel_size: int = 3
     strides: tuple[int, ...] = (2, 2, 1, 1)
+    kernel_sizes: tuple[int, ...] | None = None
+    """Per-layer kernel sizes (as many as ``strides``); None uses ``kernel_size`` everywhere."""
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
         # Centred on zero so that the ReLU of the first layer does not start half dead.
+        kernels = self.kernel_sizes or (self.kernel_size,) * len(self.strides)
+        if len(kernels) != len(self.strides):
+            raise ValueError(f"kernel_sizes {kernels} and strides {self.strides} differ in length")
         side = min(images.shape[-3:-1])
-        for stride in self.strides:
-            side = (side - self.kernel_size) // stride + 1
+        for kernel, stride in zip(kernels, self.strides, strict=True):
+            side = (side - kernel) // stride + 1
         if side < 1:
             raise ValueError(
                 f"images of {images.shape[-3]}x{images.shape[-2]} are too small for the conv trunk "
-                f"(kernel {self.kernel_size}, strides {self.strides}); use at least 24 pixels"
+                f"(kernels {kernels}, strides {self.strides})"
             )
         x = images.astype(jnp.float32) / 255.0 - 0.5
-        for i, stride in enumerate(self.strides):
+        for i, (kernel, stride) in enumerate(zip(kernels, self.strides, strict=True)):
             x = nn.Conv(
                 self.num_filters,
-                (self.kernel_size, self.kernel_size),
+                (kernel, kernel),
                 strides=(stride, stride),
                 padding="VALID",
                 kernel_init=nn.initializers.orthogonal(math.sqrt(2.0)),
@@ -45,3 +50,11 @@ class ConvTrunk(nn.Module):
             )(x)
             x = nn.relu(x)
         return x
+
+
+class LeRobotConvTrunk(ConvTrunk):
+    """LeRobot SAC's default image encoder shape: four 32-filter VALID layers with kernels
+    7, 5, 3, 3, each of stride 2 (a 64x64 image gives a 2x2 map, a 128x128 one 6x6)."""
+
+    kernel_sizes: tuple[int, ...] | None = (7, 5, 3, 3)
+    strides: tuple[int, ...] = (2, 2, 2, 2)

@@ -11,6 +11,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from robot_rl.agents.encoders.small_map_conv import Conv
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -24,14 +26,13 @@ RESNET10_STAGES: tuple[tuple[str, int, int], ...] = (
 STEM_WIDTH = 64
 
 
-def _conv(features: int, size: int, stride: int, name: str) -> nn.Conv:
+def _conv(features: int, size: int, stride: int, name: str) -> Conv:
     pad = size // 2
-    return nn.Conv(
+    return Conv(
         features,
         (size, size),
         strides=(stride, stride),
         padding=((pad, pad), (pad, pad)),
-        use_bias=False,
         name=name,
     )
 

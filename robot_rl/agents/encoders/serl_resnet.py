@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from robot_rl.agents.encoders.resnet import IMAGENET_MEAN, IMAGENET_STD
+from robot_rl.agents.encoders.small_map_conv import Conv
 
 SERL_STAGE_WIDTHS = (64, 128, 256, 512)
 SERL_GROUPS = 4
@@ -37,7 +38,7 @@ class SerlResNetBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        conv = partial(nn.Conv, use_bias=False, kernel_init=nn.initializers.kaiming_normal())
+        conv = partial(Conv, kernel_init=nn.initializers.kaiming_normal())
         residual = x
         y = conv(self.filters, (3, 3), (self.stride, self.stride), name="Conv_0")(x)
         y = nn.relu(_norm("MyGroupNorm_0")(y))
