@@ -97,7 +97,7 @@ def test_images_too_small_for_the_conv_trunk_are_refused_clearly():
 def test_training_samples_a_frozen_trunk_through_the_embedding_cache():
     from robot_rl.data.embedding_cache import EmbeddingCache
     from robot_rl.data.replay import ReplayBuffer
-    from robot_rl.runtime.train_loop import make_sampler
+    from robot_rl.runtime.learning_core import make_sampler
 
     space = pixel_space(32, cameras=("front",))
     cfg = TINY.replace(encoder="resnet10", encoder_frozen=True, pooling="avg")

@@ -319,7 +319,14 @@ def load_demos(
     if buffer is None:
         total = sum(len(e.episode) for _, e in episodes)
         first = episodes[0][1]
-        buffer = ReplayBuffer(first.observation_space, first.action_space, max(total, 1))
+        # every episode of T transitions holds T + 1 frames: room for all of them, or the
+        # oldest frames (the first transitions) would be overwritten
+        buffer = ReplayBuffer(
+            first.observation_space,
+            first.action_space,
+            max(total, 1),
+            frame_capacity=total + len(episodes) + 1,
+        )
     want = {
         "observation_space": dict_space_to_json(buffer.observation_space),
         "action_space": box_to_json(buffer.action_space),
