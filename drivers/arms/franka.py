@@ -169,7 +169,7 @@ class FrankaDriver(DeviceNode):
     def open_device(self) -> None:
         if not self._ros_ready:
             self._make_ros_interfaces()
-        link = FrankaLink(self.config, self._publish_state, self._log)
+        link = FrankaLink(self.config, self._publish_state, self.log)
         link.connect()  # raises ConnectError with one line
         self.link = link
         link.start()
@@ -226,16 +226,6 @@ class FrankaDriver(DeviceNode):
         pubs["ee_wrench"].publish(array_to_wrench_stamped(s.wrench, s.stamp, FLANGE_FRAME))
         if s.gripper is not None:
             pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [s.gripper], stamp=s.stamp))
-
-    def _log(self, level: str, message: str) -> None:
-        # rclpy ties a severity to each calling line: one line per severity
-        logger = self.get_logger()
-        if level == "error":
-            logger.error(message)
-        elif level == "warning":
-            logger.warning(message)
-        else:
-            logger.info(message)
 
     # -- commands ------------------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:

@@ -186,7 +186,7 @@ class VescDriver(DeviceNode):
             c.imu,
             c.brake_current,
         )
-        link = VescLink(settings, self._on_values, self._on_imu if c.imu else None, self._log)
+        link = VescLink(settings, self._on_values, self._on_imu if c.imu else None, self.log)
         link.connect()  # raises ConnectError with one line
         self.link = link
         link.start()
@@ -215,15 +215,6 @@ class VescDriver(DeviceNode):
             self.create_subscription(Imu, "imu", self._on_imu_msg, sensor_qos())
         self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
         self._ros_ready = True
-
-    def _log(self, level: str, message: str) -> None:
-        logger = self.get_logger()
-        if level == "error":
-            logger.error(message)
-        elif level == "warning":
-            logger.warning(message)
-        else:
-            logger.info(message)
 
     # -- commands ------------------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:
