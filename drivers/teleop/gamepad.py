@@ -283,8 +283,7 @@ def gamepad_mapper(config: GamepadConfig) -> tuple[TeleopMapper, list[int]]:
         name: checked(name, getattr(config, name), _button)
         for name in ("intervene_button", "close_button", "open_button", *OPERATOR_BUTTONS)
     }
-    mapper = config_mapper(config, axes, buttons)
-    return mapper, triggers
+    return config_mapper(config, axes, buttons), triggers
 
 
 class GamepadNode(TeleopNode):
