@@ -277,6 +277,24 @@ def _unless_given(config, default, **values) -> dict:
     return {k: v for k, v in values.items() if getattr(config, k) == getattr(default, k)}
 
 
+def _shared_changes(cfg: StackConfig, base) -> dict:
+    """What the stack sets alike in the actor's and the learner's config (``base``): the task,
+    what it observes, the seed and the budget."""
+    changes = {
+        "task": cfg.task,
+        "seed": cfg.seed,
+        "image_size": cfg.image_size,
+        "log_every": cfg.log_every,
+        "cameras": tuple(cfg.cameras),
+        "robot_mode": base.robot_mode or cfg.observes_robot_only,
+    }
+    if cfg.privileged_state is not None:
+        changes["privileged_state"] = cfg.privileged_state
+    if cfg.total_steps is not None:
+        changes["total_steps"] = cfg.total_steps
+    return changes
+
+
 def actor_config(cfg: StackConfig, hardware=None):
     """The actor's whole config: ``cfg.actor`` completed by the stack."""
     from robot_rl.runtime.actor import ActorConfig
@@ -284,24 +302,15 @@ def actor_config(cfg: StackConfig, hardware=None):
     base = cfg.actor if cfg.actor is not None else ActorConfig()
     default = ActorConfig()
     changes = {
-        "task": cfg.task,
+        **_shared_changes(cfg, base),
         "learner": cfg.learner_endpoint,
         "backend": "ros",
         "actor_id": cfg.actor_id,
         "outbox_dir": f"{cfg.run_dir}/actor/outbox",
-        "seed": cfg.seed,
-        "image_size": cfg.image_size,
-        "log_every": cfg.log_every,
-        "cameras": tuple(cfg.cameras),
-        "robot_mode": base.robot_mode or cfg.observes_robot_only,
         # the ROS clock paces the loop; the learner must hold every transition to finish its
         # budget: wait for it
         **_unless_given(base, default, speedup=0.0, flush_timeout=600.0),
     }
-    if cfg.privileged_state is not None:
-        changes["privileged_state"] = cfg.privileged_state
-    if cfg.total_steps is not None:
-        changes["total_steps"] = cfg.total_steps
     ros, ros_default = base.ros, default.ros
     if hardware is not None:
         # a driver's reset service answers once the arm is at its reset pose: give it the time
@@ -342,21 +351,12 @@ def learner_config(cfg: StackConfig):
 
     base = cfg.learner if cfg.learner is not None else LearnerConfig()
     changes = {
-        "task": cfg.task,
+        **_shared_changes(cfg, base),
         "bind": cfg.learner_endpoint,
         "run_dir": f"{cfg.run_dir}/learner",
-        "seed": cfg.seed,
-        "image_size": cfg.image_size,
-        "log_every": cfg.log_every,
-        "cameras": tuple(cfg.cameras),
-        "robot_mode": base.robot_mode or cfg.observes_robot_only,
     }
-    if cfg.privileged_state is not None:
-        changes["privileged_state"] = cfg.privileged_state
     if cfg.mode == "robot":  # its checkpoints then say they come from this robot, not the twin
         changes["hardware"] = str(Path(cfg.hardware).absolute())
-    if cfg.total_steps is not None:
-        changes["total_steps"] = cfg.total_steps
     return dataclasses.replace(base, **changes)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from robot_rl.envs.backend import Command, Reading
 from robot_rl.sim.arm_scenes import ArmScene, scene_of
-from robot_rl.sim.rendering import FrameRenderer
+from robot_rl.sim.rendering import FrameRenderer, TwinRendering
 
 HOME_JOINTS = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 """Franka's usual ready posture (TCP about 0.31 m ahead of the base, pointing down)."""
@@ -74,7 +74,7 @@ def limit_rotation(current: np.ndarray, target: np.ndarray, max_angle: float) ->
     return quat_to_mat(q / np.linalg.norm(q))
 
 
-class ArmTwin:
+class ArmTwin(TwinRendering):
     """``ArmBackend`` over MuJoCo; ``scene`` picks the task's objects (see arm_scenes)."""
 
     is_simulated = True
@@ -97,7 +97,7 @@ class ArmTwin:
             raise ValueError(f"unknown cameras {sorted(unknown)}; have {self.camera_names}")
         self._cameras = tuple(cameras)
         self._renderer = mujoco.Renderer(model, image_size, image_size) if cameras else None
-        self._video = FrameRenderer(model, "front")
+        self._video = FrameRenderer(model, "front")  # videos from the front camera
         self._images: dict[str, np.ndarray] = {}
         self._images_time = -1.0
 
@@ -294,16 +294,6 @@ class ArmTwin:
             objects = self.scene.free_objects + self.scene.mocap_objects
             raise ValueError(f"no placeable object {name!r}; have {objects}")
         mujoco.mj_forward(m, d)
-
-    def render_frame(self, size: int = 256) -> np.ndarray:
-        """A video frame from the front camera (evaluation videos)."""
-        return self._video.render(self.data, size)
-
-    def close(self) -> None:
-        self._video.close()
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
 
 
 def arm_twin_model(task) -> mujoco.MjModel:

@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 
 from robot_rl.envs.backend import Command, Reading
-from robot_rl.sim.rendering import FrameRenderer, overview_camera
+from robot_rl.sim.rendering import FrameRenderer, TwinRendering, overview_camera
 
 MODEL_XML = Path(__file__).parent / "models" / "car.xml"
 
@@ -49,7 +49,7 @@ def ackermann_angles(steering: float) -> tuple[float, float]:
     return float(left), float(right)
 
 
-class CarTwin:
+class CarTwin(TwinRendering):
     """In-process twin of the RC car; ``advance()`` integrates one control period."""
 
     is_simulated = True
@@ -170,16 +170,6 @@ class CarTwin:
         self._collided = False
         self._accel_peak = np.zeros(3)
         self._odom = self._true_pose() + drift
-
-    def render_frame(self, size: int = 256) -> np.ndarray:
-        """A video frame of the whole track from above (evaluation videos)."""
-        return self._video.render(self.data, size)
-
-    def close(self) -> None:
-        self._video.close()
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
 
     # -- helpers --------------------------------------------------------------------------
     def _true_pose(self) -> np.ndarray:

@@ -39,3 +39,19 @@ class FrameRenderer:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+class TwinRendering:
+    """``render_frame`` and ``close`` of a twin that holds its ``data``, a video renderer
+    (``_video``, a ``FrameRenderer``) and a renderer of its camera observations (``_renderer``,
+    None without cameras)."""
+
+    def render_frame(self, size: int = 256) -> np.ndarray:
+        """A video frame from the twin's video camera (evaluation videos)."""
+        return self._video.render(self.data, size)
+
+    def close(self) -> None:
+        self._video.close()
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

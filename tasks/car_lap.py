@@ -135,10 +135,7 @@ class CarLapTask(Task):
             goals += [*(local / max(dist, 1e-6)), min(dist, MAX_DISTANCE) / DISTANCE_SCALE]
         accel = reading["imu_accel"][:2] / 9.81
         state = np.concatenate([reading["velocity"], accel, goals, lap.last_action])
-        obs = {"state": state.astype(np.float32)}
-        for camera in self.cameras:
-            obs[camera] = np.array(reading[f"image/{camera}"], np.uint8)
-        return obs
+        return self.observation(state, reading)
 
     def to_command(self, action: np.ndarray, reading: Reading) -> tuple[Command, np.ndarray]:
         applied = np.clip(np.asarray(action, np.float32), -1.0, 1.0)

@@ -102,10 +102,7 @@ class PegInsertTask(Task):
         if self.privileged_state:
             offset, yaw = self._relative_hole(reading)
             parts += [offset * 20.0, [yaw]]  # 1 unit = 5 cm
-        obs = {"state": np.concatenate(parts).astype(np.float32)}
-        for camera in self.cameras:
-            obs[camera] = np.array(reading[f"image/{camera}"], np.uint8)
-        return obs
+        return self.observation(np.concatenate(parts), reading)
 
     def to_command(self, action: np.ndarray, reading: Reading) -> tuple[Command, np.ndarray]:
         target, applied_xyz = position_step(

@@ -86,10 +86,7 @@ class PickCubeTask(Task):
         ]
         if self.privileged_state:
             parts.append((reading["object/cube_pos"] - reading["tcp_pos"]) * POSITION_SCALE)
-        obs = {"state": np.concatenate(parts).astype(np.float32)}
-        for camera in self.cameras:
-            obs[camera] = np.array(reading[f"image/{camera}"], np.uint8)
-        return obs
+        return self.observation(np.concatenate(parts), reading)
 
     def to_command(self, action: np.ndarray, reading: Reading) -> tuple[Command, np.ndarray]:
         target, applied_xyz = position_step(

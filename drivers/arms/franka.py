@@ -40,7 +40,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
@@ -60,8 +60,8 @@ from robot_rl.ros.arm_contract import ARM_JOINTS, BASE_FRAME, FLANGE_FRAME, GRIP
 from robot_rl.ros.convert import (
     array_to_twist_stamped,
     array_to_wrench_stamped,
+    diagnostic_array,
     from_stamp,
-    header,
     joint_state_msg,
     msg_to_pose,
     pose_to_msg,
@@ -169,7 +169,7 @@ class FrankaDriver(DeviceNode):
     def open_device(self) -> None:
         if not self._ros_ready:
             self._make_ros_interfaces()
-        link = FrankaLink(self.config, self._publish_state, self._log)
+        link = FrankaLink(self.config, self._publish_state, self.log)
         link.connect()  # raises ConnectError with one line
         self.link = link
         link.start()
@@ -226,16 +226,6 @@ class FrankaDriver(DeviceNode):
         pubs["ee_wrench"].publish(array_to_wrench_stamped(s.wrench, s.stamp, FLANGE_FRAME))
         if s.gripper is not None:
             pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [s.gripper], stamp=s.stamp))
-
-    def _log(self, level: str, message: str) -> None:
-        # rclpy ties a severity to each calling line: one line per severity
-        logger = self.get_logger()
-        if level == "error":
-            logger.error(message)
-        elif level == "warning":
-            logger.warning(message)
-        else:
-            logger.info(message)
 
     # -- commands ------------------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:
@@ -356,14 +346,11 @@ class FrankaDriver(DeviceNode):
             "reconnects": str(link.reconnects if link else 0),
             "state_cycles": str(link.cycles if link else 0),
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=f"franka/{self.config.robot_ip}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        self._diag_pub.publish(
+            diagnostic_array(
+                self, level, message, f"franka/{self.config.robot_ip}", values, time.time()
+            )
         )
-        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
 
 CONFIG = FrankaConfig

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from sensor_msgs.msg import CameraInfo, Image
 
 from robot_rl.drivers.cameras.image_pipeline import (
@@ -33,7 +33,7 @@ from robot_rl.drivers.cameras.image_pipeline import (
     Intrinsics,
 )
 from robot_rl.drivers.config import param, positive
-from robot_rl.ros.convert import array_to_image, header
+from robot_rl.ros.convert import array_to_image, diagnostic_array, header
 from robot_rl.ros.node_base import DeviceNode, declare_config
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos
 
@@ -338,11 +338,7 @@ class CameraDriverNode(DeviceNode):
         values["last_drop"] = self.last_drop or ""
         values["reconnects"] = str(self._reconnects)
         source = self._source
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=source.description if source is not None else "",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        hardware = source.description if source is not None else ""
+        self._diag_pub.publish(
+            diagnostic_array(self, level, message, hardware, values, time.time())
         )
-        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))

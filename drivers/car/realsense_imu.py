@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from sensor_msgs.msg import Imu
 
 from robot_rl.drivers.cameras.image_pipeline import DeviceClock
 from robot_rl.drivers.config import param, positive
-from robot_rl.ros.convert import header, imu_msg
+from robot_rl.ros.convert import diagnostic_array, imu_msg
 from robot_rl.ros.node_base import DeviceNode, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos
 
@@ -219,14 +219,11 @@ class RealSenseImuNode(DeviceNode):
             "accel_samples": str(s.accel_samples if s else 0),
             "published": str(self.published),
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=f"realsense-imu/{values['serial']}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        self._diag_pub.publish(
+            diagnostic_array(
+                self, level, message, f"realsense-imu/{values['serial']}", values, time.time()
+            )
         )
-        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
 
 CONFIG = RealSenseImuConfig

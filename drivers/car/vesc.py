@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu
@@ -55,7 +55,7 @@ from robot_rl.drivers.car.vesc_kinematics import Odometry as WheelOdometry
 from robot_rl.drivers.car.vesc_link import LinkSettings, VescLink
 from robot_rl.drivers.command_guard import non_finite_reason
 from robot_rl.drivers.config import length, one_of, param, positive
-from robot_rl.ros.convert import header, imu_msg, odometry_msg, twist_to_array
+from robot_rl.ros.convert import diagnostic_array, imu_msg, odometry_msg, twist_to_array
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
 
@@ -186,7 +186,7 @@ class VescDriver(DeviceNode):
             c.imu,
             c.brake_current,
         )
-        link = VescLink(settings, self._on_values, self._on_imu if c.imu else None, self._log)
+        link = VescLink(settings, self._on_values, self._on_imu if c.imu else None, self.log)
         link.connect()  # raises ConnectError with one line
         self.link = link
         link.start()
@@ -215,15 +215,6 @@ class VescDriver(DeviceNode):
             self.create_subscription(Imu, "imu", self._on_imu_msg, sensor_qos())
         self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
         self._ros_ready = True
-
-    def _log(self, level: str, message: str) -> None:
-        logger = self.get_logger()
-        if level == "error":
-            logger.error(message)
-        elif level == "warning":
-            logger.warning(message)
-        else:
-            logger.info(message)
 
     # -- commands ------------------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:
@@ -374,14 +365,9 @@ class VescDriver(DeviceNode):
             "last_refusal": self.last_refusal,
             "cycles": str(link.cycles if link else 0),
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=f"vesc/{c.port}",
-            values=[KeyValue(key=k, value=v) for k, v in fields.items()],
+        self._diag_pub.publish(
+            diagnostic_array(self, level, message, f"vesc/{c.port}", fields, time.time())
         )
-        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
 
 CONFIG = VescConfig

@@ -56,8 +56,8 @@ from robot_rl.drivers.teleop.teleop_node import (
     DeviceMissing,
     TeleopConfig,
     TeleopNode,
-    check_own_buttons,
     checked,
+    config_mapper,
 )
 from robot_rl.ros.node_base import main_for
 
@@ -283,20 +283,7 @@ def gamepad_mapper(config: GamepadConfig) -> tuple[TeleopMapper, list[int]]:
         name: checked(name, getattr(config, name), _button)
         for name in ("intervene_button", "close_button", "open_button", *OPERATOR_BUTTONS)
     }
-    check_own_buttons(buttons, config)
-    mapper = TeleopMapper(
-        axes,
-        config.deadband,
-        config.translation_scale,
-        config.rotation_scale,
-        intervene=buttons["intervene_button"],
-        close=buttons["close_button"],
-        open_=buttons["open_button"],
-        intervene_toggle=config.intervene_toggle,
-        success=buttons["success_button"],
-        reject=buttons["reject_button"],
-    )
-    return mapper, triggers
+    return config_mapper(config, axes, buttons), triggers
 
 
 class GamepadNode(TeleopNode):

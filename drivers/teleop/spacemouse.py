@@ -46,8 +46,8 @@ from robot_rl.drivers.teleop.teleop_node import (
     DeviceMissing,
     TeleopConfig,
     TeleopNode,
-    check_own_buttons,
     checked,
+    config_mapper,
 )
 from robot_rl.ros.node_base import main_for
 
@@ -198,19 +198,7 @@ def spacemouse_mapper(config: SpaceMouseConfig) -> TeleopMapper:
     )
     names = ("intervene_button", "close_button", "open_button", *OPERATOR_BUTTONS)
     buttons = {name: _button(getattr(config, name)) for name in names}
-    check_own_buttons(buttons, config)
-    return TeleopMapper(
-        axes,
-        config.deadband,
-        config.translation_scale,
-        config.rotation_scale,
-        intervene=buttons["intervene_button"],
-        close=buttons["close_button"],
-        open_=buttons["open_button"],
-        intervene_toggle=config.intervene_toggle,
-        success=buttons["success_button"],
-        reject=buttons["reject_button"],
-    )
+    return config_mapper(config, axes, buttons)
 
 
 class SpaceMouseNode(TeleopNode):

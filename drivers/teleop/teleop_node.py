@@ -66,6 +66,24 @@ def check_own_buttons(buttons: Mapping[str, Hashable | None], config) -> None:
                 )
 
 
+def config_mapper(config, axes, buttons: Mapping[str, Hashable | None]) -> TeleopMapper:
+    """The ``TeleopMapper`` of a device config's scales and deadband, its parsed ``axes`` and
+    its ``buttons`` (parameter name -> device key; ``check_own_buttons`` first)."""
+    check_own_buttons(buttons, config)
+    return TeleopMapper(
+        axes,
+        config.deadband,
+        config.translation_scale,
+        config.rotation_scale,
+        intervene=buttons["intervene_button"],
+        close=buttons["close_button"],
+        open_=buttons["open_button"],
+        intervene_toggle=config.intervene_toggle,
+        success=buttons["success_button"],
+        reject=buttons["reject_button"],
+    )
+
+
 class ByteDevice(Protocol):
     description: str
     """What diagnostics name as the hardware (path, model)."""

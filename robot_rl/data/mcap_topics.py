@@ -60,37 +60,40 @@ def _floats(values) -> list[float]:
     return [float(v) for v in np.asarray(values, np.float64).reshape(-1)]
 
 
+def _joints(names, position, velocity) -> dict:
+    return {
+        "name": list(names),
+        "position": _floats(position),
+        "velocity": _floats(velocity),
+        "effort": [],
+    }
+
+
+def _vectors(values, first: str, second: str) -> dict:
+    """A 6-vector as two x/y/z vectors (a twist's linear and angular, a wrench's force and
+    torque)."""
+    v = _floats(values)
+    return {
+        first: dict(zip("xyz", v[:3], strict=True)),
+        second: dict(zip("xyz", v[3:6], strict=True)),
+    }
+
+
 def arm_messages(reading: dict[str, np.ndarray], stamp_ns: int) -> list[tuple[str, str, dict]]:
     """(topic, type, message) for the arm readings present; missing readings are skipped."""
     out = []
+
+    def add(topic: str, kind: str, frame: str, **fields) -> None:
+        out.append(
+            (f"{ARM_NAMESPACE}/{topic}", kind, {"header": header(stamp_ns, frame), **fields})
+        )
+
     if "joint_pos" in reading:
-        out.append(
-            (
-                f"{ARM_NAMESPACE}/joint_states",
-                JOINT_STATE_TYPE,
-                {
-                    "header": header(stamp_ns, BASE_FRAME),
-                    "name": list(ARM_JOINTS),
-                    "position": _floats(reading["joint_pos"]),
-                    "velocity": _floats(reading.get("joint_vel", [])),
-                    "effort": [],
-                },
-            )
-        )
+        joints = _joints(ARM_JOINTS, reading["joint_pos"], reading.get("joint_vel", []))
+        add("joint_states", JOINT_STATE_TYPE, BASE_FRAME, **joints)
     if "gripper_pos" in reading:
-        out.append(
-            (
-                f"{ARM_NAMESPACE}/gripper/joint_states",
-                JOINT_STATE_TYPE,
-                {
-                    "header": header(stamp_ns, BASE_FRAME),
-                    "name": ["gripper"],
-                    "position": _floats(reading["gripper_pos"]),
-                    "velocity": [],
-                    "effort": [],
-                },
-            )
-        )
+        joints = _joints(["gripper"], reading["gripper_pos"], [])
+        add("gripper/joint_states", JOINT_STATE_TYPE, BASE_FRAME, **joints)
     if "tcp_pos" in reading and "tcp_quat" in reading:
         x, y, z = _floats(reading["tcp_pos"])
         qw, qx, qy, qz = _floats(reading["tcp_quat"])  # backend readings are w x y z
@@ -98,37 +101,11 @@ def arm_messages(reading: dict[str, np.ndarray], stamp_ns: int) -> list[tuple[st
             "position": {"x": x, "y": y, "z": z},
             "orientation": {"x": qx, "y": qy, "z": qz, "w": qw},
         }
-        out.append(
-            (
-                f"{ARM_NAMESPACE}/ee_pose",
-                POSE_TYPE,
-                {"header": header(stamp_ns, BASE_FRAME), "pose": pose},
-            )
-        )
+        add("ee_pose", POSE_TYPE, BASE_FRAME, pose=pose)
     if "tcp_vel" in reading:
-        v = _floats(reading["tcp_vel"])
-        twist = {
-            "linear": dict(zip("xyz", v[:3], strict=True)),
-            "angular": dict(zip("xyz", v[3:6], strict=True)),
-        }
-        out.append(
-            (
-                f"{ARM_NAMESPACE}/ee_twist",
-                TWIST_TYPE,
-                {"header": header(stamp_ns, BASE_FRAME), "twist": twist},
-            )
-        )
+        twist = _vectors(reading["tcp_vel"], "linear", "angular")
+        add("ee_twist", TWIST_TYPE, BASE_FRAME, twist=twist)
     if "wrench" in reading:
-        w = _floats(reading["wrench"])
-        wrench = {
-            "force": dict(zip("xyz", w[:3], strict=True)),
-            "torque": dict(zip("xyz", w[3:6], strict=True)),
-        }
-        out.append(
-            (
-                f"{ARM_NAMESPACE}/ee_wrench",
-                WRENCH_TYPE,
-                {"header": header(stamp_ns, FLANGE_FRAME), "wrench": wrench},
-            )
-        )
+        wrench = _vectors(reading["wrench"], "force", "torque")
+        add("ee_wrench", WRENCH_TYPE, FLANGE_FRAME, wrench=wrench)
     return out

@@ -107,6 +107,13 @@ class Task(abc.ABC):
     def observe(self, reading: Reading) -> dict[str, np.ndarray]:
         """Observation dict matching ``observation_space`` (fresh arrays, never shared)."""
 
+    def observation(self, state: np.ndarray, reading: Reading) -> dict[str, np.ndarray]:
+        """``observe``'s dict: ``state`` as float32 and a copy of each camera's image."""
+        obs = {"state": state.astype(np.float32)}
+        for camera in self.cameras:
+            obs[camera] = np.array(reading[f"image/{camera}"], np.uint8)
+        return obs
+
     @abc.abstractmethod
     def to_command(self, action: np.ndarray, reading: Reading) -> tuple[Command, np.ndarray]:
         """Scale a normalised action, clip it to the safety box and rate limits; return the

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, Twist, TwistStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState
@@ -49,6 +50,20 @@ def from_stamp(stamp: Time) -> float:
 
 def header(seconds: float, frame_id: str = "") -> Header:
     return Header(stamp=to_stamp(seconds), frame_id=frame_id)
+
+
+def diagnostic_array(
+    node, level: bytes, message: str, hardware_id: str, values: dict[str, str], stamp: float
+) -> DiagnosticArray:
+    """``node``'s one DiagnosticStatus (``values`` as its key-value pairs), stamped ``stamp``."""
+    status = DiagnosticStatus(
+        level=level,
+        name=node.get_fully_qualified_name(),
+        message=message,
+        hardware_id=hardware_id,
+        values=[KeyValue(key=k, value=v) for k, v in values.items()],
+    )
+    return DiagnosticArray(header=header(stamp), status=[status])
 
 
 # -- images -------------------------------------------------------------------------------

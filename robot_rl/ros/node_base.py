@@ -161,6 +161,17 @@ class DeviceNode(LifecycleNode):
             self._run_hook(self.safe_stop, "shutdown (safe stop)")
         return self._run_hook(self.close_device, "shutdown (close device)")
 
+    def log(self, level: str, message: str) -> None:
+        """Log at ``level`` ("error", "warning", anything else: info): the device link's logger."""
+        # rclpy ties a severity to each calling line: one line per severity
+        logger = self.get_logger()
+        if level == "error":
+            logger.error(message)
+        elif level == "warning":
+            logger.warning(message)
+        else:
+            logger.info(message)
+
     def start(self) -> bool:
         """Walk to active (autostart); False if a transition failed."""
         if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:

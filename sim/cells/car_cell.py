@@ -21,31 +21,29 @@ Stamps are wall time, as a car's are.
 
 from __future__ import annotations
 
-import itertools
 import sys
 import time
 from dataclasses import dataclass
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from std_msgs.msg import Bool, Float64MultiArray
 
-from robot_rl.drivers.config import length, one_of, param, positive
-from robot_rl.ros.convert import header
+from robot_rl.drivers.config import length, param, positive
+from robot_rl.ros.convert import diagnostic_array
 from robot_rl.ros.node_base import declare_config, run_node
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
+from robot_rl.sim.cells.cell_process import bringup, chosen_part, physics_status
+from robot_rl.sim.cells.cell_process import part_field as cell_part_field
 
 STATE_TOPIC = "/sim/car/state"
 """Float64MultiArray: [wall stamp, qpos...] of the car's world, for its camera."""
 COLLISION_TOPIC = "/sim/collision"
 PARTS = ("world", "camera")
-SLOW_FACTOR = 0.5
 
 
 def part_field(default: str):
-    return param(
-        default, f"which part of the cell this process is: {', '.join(PARTS)}", one_of(*PARTS)
-    )
+    return cell_part_field(PARTS, default)
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,6 @@ class CarWorldNode(Node):
         self.config = c = declare_config(self, CarWorldConfig)
         from robot_rl.drivers.car.vesc_kinematics import CarGeometry
         from robot_rl.sim.car_twin import WHEELBASE
-        from robot_rl.sim.cells.bringup import LifecycleBringup
         from robot_rl.sim.cells.car_world import Calibration, CarWorld
 
         calibration = Calibration(
@@ -99,8 +96,7 @@ class CarWorldNode(Node):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_timer(1.0 / c.state_rate, self._publish_state)
         self.create_timer(1.0, self._publish_diagnostics)
-        managed = [name.strip() for name in c.manage.split(",") if name.strip()]
-        self.bringup = LifecycleBringup(self, managed)
+        self.bringup = bringup(self, c.manage)
 
     def _publish_state(self) -> None:
         stamp, qpos, touching = self.world.truth()
@@ -110,12 +106,7 @@ class CarWorldNode(Node):
     def _publish_diagnostics(self) -> None:
         world = self.world
         factor = world.realtime_factor
-        if world.error is not None or not world.alive:
-            level, message = DiagnosticStatus.ERROR, f"physics stopped: {world.error}"
-        elif factor < SLOW_FACTOR:
-            level, message = DiagnosticStatus.WARN, f"physics at {factor:.2f}x real time"
-        else:
-            level, message = DiagnosticStatus.OK, f"physics at {factor:.2f}x real time"
+        level, message = physics_status(world, factor)
         peer = world.peer
         values = {
             "port": str(world.peer.link),
@@ -127,39 +118,22 @@ class CarWorldNode(Node):
             "speed_setpoint": f"{world.drivetrain.speed:.3f}",
             "steering_setpoint": f"{world.drivetrain.steering:.3f}",
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=f"car-sim/{world.peer.link}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        self._diag_pub.publish(
+            diagnostic_array(
+                self, level, message, f"car-sim/{world.peer.link}", values, time.time()
+            )
         )
-        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
     def destroy_node(self) -> None:
         self.world.close()
         super().destroy_node()
 
 
-def _part(argv: list[str]) -> str:
-    """The ``part`` parameter as given on the command line (``-p part:=camera``)."""
-    part = "world"
-    for flag, value in itertools.pairwise(argv):
-        if flag in ("-p", "--param") and value.startswith("part:="):
-            part = value.split(":=", 1)[1].strip("'\"")
-    return part
-
-
 def main(args: list[str] | None = None) -> None:
-    argv = sys.argv if args is None else args
-    part = _part(list(argv))
-    if part == "world":
+    if chosen_part(args, PARTS) == "world":
         factory = CarWorldNode
-    elif part == "camera":
-        from robot_rl.sim.cells.car_camera import CarCameraNode as factory
     else:
-        print(f"error: part must be one of {', '.join(PARTS)}, got {part!r}", file=sys.stderr)
-        sys.exit(2)
+        from robot_rl.sim.cells.car_camera import CarCameraNode as factory
     sys.exit(run_node(factory, args))
 
 

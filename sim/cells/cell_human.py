@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState, Joy
@@ -257,14 +257,11 @@ class CellHumanNode(Node):
             "tidy_ups": str(self.tidy_ups),
             "success_presses": str(self.success_press.presses),
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id="fr3-sim-cell/operator",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        self._diag_pub.publish(
+            convert.diagnostic_array(
+                self, level, message, "fr3-sim-cell/operator", values, time.time()
+            )
         )
-        self._diag_pub.publish(DiagnosticArray(header=convert.header(time.time()), status=[status]))
 
 
 CONFIG = CellHumanConfig

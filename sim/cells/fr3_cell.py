@@ -24,21 +24,22 @@ Stamps are wall time, as a robot's are.
 
 from __future__ import annotations
 
-import itertools
 import sys
 import time
 from dataclasses import dataclass
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
-from robot_rl.drivers.config import one_of, param, positive
-from robot_rl.ros.convert import header, pose_to_msg
+from robot_rl.drivers.config import param, positive
+from robot_rl.ros.convert import diagnostic_array, pose_to_msg
 from robot_rl.ros.node_base import ParameterError, declare_config, run_node
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
+from robot_rl.sim.cells.cell_process import bringup, chosen_part, physics_status
+from robot_rl.sim.cells.cell_process import part_field as cell_part_field
 
 STATE_TOPIC = "/sim/cell/state"
 """Float64MultiArray: [wall stamp, qpos...] of the cell's world, for its cameras."""
@@ -46,14 +47,10 @@ CUBE_TOPIC = "/sim/objects/cube/pose"
 SUCCESS_TOPIC = "/sim/success"
 RESET_OBJECTS = "/sim/reset_objects"
 PARTS = ("world", "camera", "human")
-SLOW_FACTOR = 0.5
-"""Below this real-time factor the world's status is a warning."""
 
 
 def part_field(default: str):
-    return param(
-        default, f"which part of the cell this process is: {', '.join(PARTS)}", one_of(*PARTS)
-    )
+    return cell_part_field(PARTS, default)
 
 
 @dataclass(frozen=True)
@@ -101,10 +98,7 @@ class CellWorldNode(Node):
         self.create_timer(1.0 / c.state_rate, self._publish_state)
         self.create_timer(1.0, self._publish_diagnostics)
         self._last_steps = -1
-        from robot_rl.sim.cells.bringup import LifecycleBringup
-
-        managed = [name.strip() for name in c.manage.split(",") if name.strip()]
-        self.bringup = LifecycleBringup(self, managed)
+        self.bringup = bringup(self, c.manage)
 
     def _publish_state(self) -> None:
         if not self.world.alive or self.world.steps == self._last_steps:
@@ -124,12 +118,7 @@ class CellWorldNode(Node):
     def _publish_diagnostics(self) -> None:
         world = self.world
         factor = world.realtime_factor
-        if world.error is not None or not world.alive:
-            level, message = DiagnosticStatus.ERROR, f"physics stopped: {world.error}"
-        elif factor < SLOW_FACTOR:
-            level, message = DiagnosticStatus.WARN, f"physics at {factor:.2f}x real time"
-        else:
-            level, message = DiagnosticStatus.OK, f"physics at {factor:.2f}x real time"
+        level, message = physics_status(world, factor)
         truth = world.truth()
         values = {
             "host": world.host,
@@ -138,14 +127,9 @@ class CellWorldNode(Node):
             "placements": str(world.placements),
             "sim_time": f"{truth.sim_time:.3f}" if truth else "",
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=f"franky-sim/{world.host}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        self._diag_pub.publish(
+            diagnostic_array(self, level, message, f"franky-sim/{world.host}", values, time.time())
         )
-        self._diag_pub.publish(DiagnosticArray(header=header(time.time()), status=[status]))
 
     def destroy_node(self) -> None:
         self.world.linger(self.config.linger)
@@ -153,28 +137,14 @@ class CellWorldNode(Node):
         super().destroy_node()
 
 
-def _part(argv: list[str]) -> str:
-    """The ``part`` parameter as given on the command line (``-p part:=camera``): it decides
-    which node class to build, before any node exists to read it."""
-    part = "world"
-    for flag, value in itertools.pairwise(argv):
-        if flag in ("-p", "--param") and value.startswith("part:="):
-            part = value.split(":=", 1)[1].strip("'\"")
-    return part
-
-
 def main(args: list[str] | None = None) -> None:
-    argv = sys.argv if args is None else args
-    part = _part(list(argv))
+    part = chosen_part(args, PARTS)
     if part == "world":
         factory = CellWorldNode
     elif part == "camera":
         from robot_rl.sim.cells.cell_camera import CellCameraNode as factory
-    elif part == "human":
-        from robot_rl.sim.cells.cell_human import CellHumanNode as factory
     else:
-        print(f"error: part must be one of {', '.join(PARTS)}, got {part!r}", file=sys.stderr)
-        sys.exit(2)
+        from robot_rl.sim.cells.cell_human import CellHumanNode as factory
     try:
         sys.exit(run_node(factory, args))
     except OSError as error:  # the world's address is taken: one line

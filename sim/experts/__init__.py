@@ -21,6 +21,37 @@ class ScriptedExpert(Protocol):
     def act(self, reading: dict[str, np.ndarray]) -> np.ndarray: ...
 
 
+class PhasedExpert:
+    """An arm expert that walks through phases from ``first_phase``, asking each step for a
+    ``gain`` fraction of the remaining error; subclasses reset their own counters in
+    ``restart``."""
+
+    first_phase: str
+
+    def __init__(self, task, noise: float = 0.0, gain: float = 0.8):
+        self.task = task
+        self.noise = noise
+        """Std of Gaussian noise on the action (demo diversity)."""
+        self.gain = gain
+        """Fraction of the remaining error asked for per step (below 1: no overshoot)."""
+        self._rng = np.random.default_rng()
+        self.restart()
+
+    def restart(self) -> None:
+        self._phase = self.first_phase
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+        self.restart()
+
+    def position_action(self, target: np.ndarray, tcp: np.ndarray, grip: float) -> np.ndarray:
+        """The move of the TCP towards ``target`` (noisy for demos) and the gripper's ``grip``."""
+        delta = self.gain * (target - tcp) / self.task.step_size
+        if self.noise > 0:
+            delta = delta + self._rng.normal(0.0, self.noise, 3)
+        return np.append(np.clip(delta, -1.0, 1.0), grip).astype(np.float32)
+
+
 EXPERTS: dict[str, Callable[..., ScriptedExpert]] = {}
 
 

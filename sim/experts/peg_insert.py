@@ -6,24 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from robot_rl.envs.arm_geometry import wrap, yaw_of
-from robot_rl.sim.experts import register_expert
+from robot_rl.sim.experts import PhasedExpert, register_expert
 from robot_rl.tasks.peg_insert import SQUARE
 
 
 @register_expert("peg_insert")
-class PegInsertExpert:
-    def __init__(self, task, noise: float = 0.0, gain: float = 0.8):
-        self.task = task
-        self.noise = noise
-        """Std of Gaussian noise on the action (demo diversity)."""
-        self.gain = gain
-        """Fraction of the remaining error asked for per step (below 1: no overshoot)."""
-        self._rng = np.random.default_rng()
-        self._phase = "align"
-
-    def reset(self, rng: np.random.Generator) -> None:
-        self._rng = rng
-        self._phase = "align"
+class PegInsertExpert(PhasedExpert):
+    first_phase = "align"
 
     def act(self, reading: dict[str, np.ndarray]) -> np.ndarray:
         hole, tip = reading["object/hole_pos"], reading["object/peg_pos"]

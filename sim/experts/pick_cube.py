@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_rl.sim.experts import register_expert
+from robot_rl.sim.experts import PhasedExpert, register_expert
 
 
 @register_expert("pick_cube")
-class PickCubeExpert:
-    def __init__(self, task, noise: float = 0.0, gain: float = 0.8):
-        self.task = task
-        self.noise = noise
-        """Std of Gaussian noise on the position action (demo diversity)."""
-        self.gain = gain
-        """Fraction of the remaining error asked for per step (below 1: no overshoot)."""
-        self._rng = np.random.default_rng()
-        self._phase = "hover"
-        self._closing = 0
+class PickCubeExpert(PhasedExpert):
+    first_phase = "hover"
 
-    def reset(self, rng: np.random.Generator) -> None:
-        self._rng = rng
-        self._phase = "hover"
+    def restart(self) -> None:
+        super().restart()
         self._closing = 0
 
     def act(self, reading: dict[str, np.ndarray]) -> np.ndarray:
@@ -42,7 +33,4 @@ class PickCubeExpert:
                 self._phase = "lift"
         if self._phase == "lift":
             target, grip = np.array([cube[0], cube[1], 0.16]), 1.0
-        delta = self.gain * (target - tcp) / self.task.step_size
-        if self.noise > 0:
-            delta = delta + self._rng.normal(0.0, self.noise, 3)
-        return np.append(np.clip(delta, -1.0, 1.0), grip).astype(np.float32)
+        return self.position_action(target, tcp, grip)

@@ -5,25 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_rl.sim.experts import register_expert
+from robot_rl.sim.experts import PhasedExpert, register_expert
 from robot_rl.tasks.pick_cube import CUBE_HALF, TABLE_Z
 
 
 @register_expert("put_down_cube")
-class PutDownCubeExpert:
-    def __init__(self, task, noise: float = 0.0, gain: float = 0.8):
-        self.task = task
-        self.noise = noise
-        """Std of Gaussian noise on the position action (demo diversity)."""
-        self.gain = gain
-        """Fraction of the remaining error asked for per step (below 1: no overshoot)."""
-        self._rng = np.random.default_rng()
-        self._phase = "lower"
-        self._opening = 0
+class PutDownCubeExpert(PhasedExpert):
+    first_phase = "lower"
 
-    def reset(self, rng: np.random.Generator) -> None:
-        self._rng = rng
-        self._phase = "lower"
+    def restart(self) -> None:
+        super().restart()
         self._opening = 0
 
     def act(self, reading: dict[str, np.ndarray]) -> np.ndarray:
@@ -43,7 +34,4 @@ class PutDownCubeExpert:
         if self._phase == "clear":
             target[2] = cube[2] + self.task.release_clearance + 0.02
             grip = -1.0
-        delta = self.gain * (target - tcp) / self.task.step_size
-        if self.noise > 0:
-            delta = delta + self._rng.normal(0.0, self.noise, 3)
-        return np.append(np.clip(delta, -1.0, 1.0), grip).astype(np.float32)
+        return self.position_action(target, tcp, grip)

@@ -16,14 +16,14 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Float64MultiArray
 
-from robot_rl.ros.convert import array_to_image, camera_info, header
+from robot_rl.ros.convert import array_to_image, camera_info, diagnostic_array
 from robot_rl.ros.node_base import Param, declare_params, main_for, positive
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
 from robot_rl.sim.nodes.twin_driver import SIM_STATE_TOPIC
@@ -144,15 +144,12 @@ class CameraTwinNode(Node):
             "rate": str(p["rate"]),
             "last_stamp": "" if self._last_stamp is None else f"{self._last_stamp:.3f}",
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=f"mujoco-twin/{p['task']}/{p['camera']}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
-        )
         stamp = self._last_stamp if self._last_stamp is not None else 0.0
-        self._diag_pub.publish(DiagnosticArray(header=header(stamp), status=[status]))
+        self._diag_pub.publish(
+            diagnostic_array(
+                self, level, message, f"mujoco-twin/{p['task']}/{p['camera']}", values, stamp
+            )
+        )
 
     def destroy_node(self) -> None:
         self._renderer.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import array
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -21,7 +21,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from robot_rl.drivers.command_guard import stale_reason
 from robot_rl.envs.backend import Command, Reading
-from robot_rl.ros.convert import header, to_stamp
+from robot_rl.ros.convert import diagnostic_array, to_stamp
 from robot_rl.ros.node_base import DeviceNode, Param, declare_params, positive
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, state_qos
 
@@ -253,11 +253,8 @@ class TwinDriverNode(DeviceNode):
             "motion_enabled": str(self.motion_enabled),
             "estop": str(self.estopped),
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=f"mujoco-twin/{self.params['task']}",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
+        self._diag_pub.publish(
+            diagnostic_array(
+                self, level, message, f"mujoco-twin/{self.params['task']}", values, self.sim_time
+            )
         )
-        self._diag_pub.publish(DiagnosticArray(header=header(self.sim_time), status=[status]))

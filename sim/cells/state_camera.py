@@ -1,0 +1,139 @@
+"""What the simulated cells' camera processes share (``car_camera``, ``cell_camera``): a node
+that holds its own copy of a world's MuJoCo model, applies the world's newest state from its
+state topic (``[wall stamp, *qpos]``) and renders one camera offscreen as the states arrive, at
+most ``rate`` frames per wall second, on the camera contract: ``image_raw`` (rgb8) and
+``camera_info`` on sensor-data QoS, stamped with the wall time of the state the frame shows, and
+its status on ``/diagnostics``. Each frame shows a new state: when the world stops, the frames
+stop, and the consumer's staleness bound sees it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import Float64MultiArray
+
+from robot_rl.drivers.config import param, positive
+from robot_rl.ros.convert import array_to_image, camera_info, diagnostic_array
+from robot_rl.ros.node_base import ParameterError, declare_config
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
+
+STALE_AFTER = 2.0
+"""Wall seconds without a new world state before the diagnostics warn."""
+
+_size = (lambda v: 8 <= v <= 1024, "must be an integer in [8, 1024]")
+
+
+def rate_field():
+    return param(10.0, "frames per wall second (at most one per world state)", positive)
+
+
+def size_field(default: int, what: str):
+    return param(default, f"image {what} (px)", _size)
+
+
+def frame_id_field():
+    return param("", "frame of the images (default: the camera name)")
+
+
+class StateCameraNode(Node):
+    """Subclasses name their config class (``camera``, ``rate``, ``width``, ``height``,
+    ``frame_id``), state topic and diagnostics' hardware prefix, and build the model."""
+
+    config_class: type
+    state_topic: str
+    hardware: str
+    camera_missing = "is not in the model"
+    """Completes "camera 'x' ..." when the model has no such camera."""
+    model_has = "the model has {nq}"
+    """Completes the log line of a state of another size."""
+
+    def __init__(self, name: str, **kwargs):
+        super().__init__(name, **kwargs)
+        self.config = c = declare_config(self, self.config_class)
+        import mujoco
+
+        self._mujoco = mujoco
+        self.model = self.build_model()
+        cameras = [self.model.camera(i).name for i in range(self.model.ncam)]
+        if c.camera not in cameras:
+            raise ParameterError(
+                f"{self.get_fully_qualified_name()}: camera {c.camera!r} "
+                f"{self.camera_missing}; it has {cameras}"
+            )
+        self.data = mujoco.MjData(self.model)
+        self._renderer = mujoco.Renderer(self.model, c.height, c.width)
+        self._fovy = float(self.model.cam_fovy[self.model.camera(c.camera).id])
+        self._frame = c.frame_id or c.camera
+        self._frames, self._last_state_wall, self._bad_size = 0, None, False
+        self._image_pub = self.create_publisher(Image, "image_raw", sensor_qos())
+        self._info_pub = self.create_publisher(CameraInfo, "camera_info", sensor_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self.create_subscription(Float64MultiArray, self.state_topic, self._on_state, state_qos())
+        self._period, self._next_frame = 1.0 / c.rate, 0.0
+        self.create_timer(1.0, self._publish_diagnostics)
+
+    def build_model(self):
+        """The world's MuJoCo model (``ParameterError`` for a config it cannot build)."""
+        raise NotImplementedError
+
+    def _on_state(self, msg: Float64MultiArray) -> None:
+        state = np.array(msg.data, np.float64)
+        if len(state) != 1 + self.model.nq:
+            if not self._bad_size:
+                self.get_logger().error(
+                    f"{self.state_topic} has {len(state) - 1} positions, "
+                    + self.model_has.format(nq=self.model.nq)
+                )
+                self._bad_size = True
+            return
+        self._last_state_wall = now = time.monotonic()
+        if now < self._next_frame:
+            return
+        # frames are due every period; one that comes late restarts the schedule (no burst)
+        self._next_frame = max(self._next_frame + self._period, now)
+        self._render(state)
+
+    def _render(self, state: np.ndarray) -> None:
+        # rendered as the state arrives (not on a timer of its own): a frame is no older than
+        # the delivery of the state it shows plus one render
+        stamp = float(state[0])
+        self.data.qpos[:] = state[1:]
+        self._mujoco.mj_forward(self.model, self.data)
+        self._renderer.update_scene(self.data, camera=self.config.camera)
+        pixels = self._renderer.render()
+        c = self.config
+        self._image_pub.publish(array_to_image(pixels, "rgb8", stamp, self._frame))
+        self._info_pub.publish(camera_info(c.width, c.height, self._fovy, stamp, self._frame))
+        self._frames += 1
+
+    def _publish_diagnostics(self) -> None:
+        c = self.config
+        age = None if self._last_state_wall is None else time.monotonic() - self._last_state_wall
+        if self._bad_size:
+            level, message = DiagnosticStatus.ERROR, f"{self.state_topic} is of another model"
+        elif age is None:
+            level, message = DiagnosticStatus.WARN, "no world state received yet"
+        elif age > STALE_AFTER:
+            level, message = DiagnosticStatus.WARN, f"no world state for {age:.1f} s"
+        else:
+            level, message = DiagnosticStatus.OK, "publishing frames"
+        values = {
+            "camera": c.camera,
+            "frames": str(self._frames),
+            "size": f"{c.width}x{c.height}",
+            "rate": str(c.rate),
+        }
+        self._diag_pub.publish(
+            diagnostic_array(
+                self, level, message, f"{self.hardware}/{c.camera}", values, time.time()
+            )
+        )
+
+    def destroy_node(self) -> None:
+        self._renderer.close()
+        super().destroy_node()
