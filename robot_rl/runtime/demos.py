@@ -50,3 +50,31 @@ def collect_demos(
             stored += 1
             transitions += len(episode)
     return {"episodes": stored, "attempts": attempts, "transitions": transitions}
+
+
+def fill_demo_buffer(buffer: ReplayBuffer, demo_path, scripted: int, make_env, seed: int, log):
+    """Recorded (MCAP) demonstrations from ``demo_path``, else ``scripted`` successful
+    scripted-expert episodes on ``make_env(seed)``, into an empty demo buffer (a resumed run
+    has its demonstrations back)."""
+    if len(buffer):
+        return
+    if demo_path:
+        from robot_rl.data.mcap_demos import load_demos
+
+        _, counts = load_demos(demo_path, buffer)
+        log(
+            f"demos: {counts['episodes']} recorded episodes ({counts['transitions']} "
+            f"transitions) from {demo_path}"
+        )
+    elif scripted:
+        from robot_rl.sim import make_expert
+
+        env = make_env(seed)
+        try:
+            counts = collect_demos(env, make_expert(env.task), buffer, scripted, seed=seed)
+        finally:
+            env.close()
+        log(
+            f"demos: {counts['episodes']} successful expert episodes "
+            f"({counts['attempts']} attempts, {counts['transitions']} transitions)"
+        )

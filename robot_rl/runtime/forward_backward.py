@@ -161,15 +161,8 @@ class Direction:
     def updates(self) -> int:
         return self.core.updates
 
-    def policy(self, random: bool):
-        def act(obs: dict) -> np.ndarray:
-            if random:
-                action = self.env.action_space.sample()
-            else:
-                action, self.core.agent = self.core.agent.sample_actions(obs)
-            return np.clip(action, -1.0, 1.0).astype(np.float32)
-
-        return act
+    def act(self, obs: dict) -> np.ndarray:
+        return self.core.behaviour_action(obs, self.env.action_space)
 
     def summary(self) -> dict:
         return {
@@ -275,7 +268,7 @@ def run_forward_backward(
     try:
         for step in range(start + 1, cfg.total_steps + 1):
             d = active
-            result = d.loop.step(d.policy(random=d.steps < cfg.start_steps))
+            result = d.loop.step(d.act)
             ended = result.ended
             while d.core.may_update(chunk):
                 d.core.update(chunk)

@@ -34,6 +34,8 @@ from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent, encoder_metadata
 from robot_rl.data.transition import Transition
 from robot_rl.envs.task import make_task
+from robot_rl.runtime.demos import fill_demo_buffer
+from robot_rl.runtime.episode_loop import EPISODE_SCALARS
 from robot_rl.runtime.learning_core import LearningCore
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.recipes import resolve
@@ -48,13 +50,6 @@ from robot_rl.transport.wire import WireError
 
 EXTRA_FIELDS = {"actor": ((), np.int32), "seq": ((), np.int64), "intervened": ((), np.bool_)}
 """Per transition: which actor (its stream index), its sequence number, operator override."""
-EPISODE_METRICS = {
-    "return": "charts/episode_return",
-    "length": "charts/episode_length",
-    "success": "charts/success",
-    "intervention_rate": "robot/intervention_rate",
-}
-"""An actor's episode figures under the names the single-process loop logs them."""
 
 
 @dataclass
@@ -263,29 +258,20 @@ class Learner:
     # --------------------------------------------------------------------------- running
 
     def _collect_demos(self) -> None:
-        if len(self.core.demos):
-            return
-        if self.cfg.demo_path:
-            from robot_rl.data.mcap_demos import load_demos
-
-            _, counts = load_demos(self.cfg.demo_path, self.core.demos)
-            self.console.print(
-                f"demos: {counts['episodes']} recorded episodes, "
-                f"{counts['transitions']} transitions from {self.cfg.demo_path}"
-            )
-        if not self.cfg.demos:
-            return
-        from robot_rl.runtime.demos import collect_demos
-        from robot_rl.sim import make_expert, make_twin_env
-
         task = make_task(self.cfg.task, **self.cfg.task_options(self.cfg.task, ground_truth=True))
-        env = make_twin_env(task, seed=self.cfg.seed + 20_000)
-        counts = collect_demos(
-            env, make_expert(task), self.core.demos, self.cfg.demos, self.cfg.seed + 20_000
-        )
-        env.close()
-        self.console.print(
-            f"demos: {counts['episodes']} expert episodes, {counts['transitions']} transitions"
+
+        def twin(seed: int):
+            from robot_rl.sim import make_twin_env
+
+            return make_twin_env(task, seed=seed)
+
+        fill_demo_buffer(
+            self.core.demos,
+            self.cfg.demo_path,
+            self.cfg.demos,
+            twin,
+            self.cfg.seed + 20_000,
+            self.console.print,
         )
 
     def _welcome_info(self) -> dict:
@@ -393,7 +379,7 @@ class Learner:
             self.episodes += 1
             success = float(episode.get("success", 0.0))
             self.recent_success.append(success)
-            values = {EPISODE_METRICS[k]: v for k, v in episode.items() if k in EPISODE_METRICS}
+            values = {EPISODE_SCALARS[k]: v for k, v in episode.items() if k in EPISODE_SCALARS}
             self._log_scalars(self.received, values)
 
     def publish(self) -> None:

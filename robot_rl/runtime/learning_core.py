@@ -113,6 +113,17 @@ class LearningCore:
         store_transition(self.replay, self.demos, t, **extras)
         self.received += 1
 
+    # ------------------------------------------------------------------------- acting
+
+    def behaviour_action(self, obs: dict, action_space) -> np.ndarray:
+        """What the robot does while training: uniformly random until ``start_steps``
+        transitions are stored, then a sample from the policy (clipped to the unit box)."""
+        if self.received < self.start_steps:
+            action = action_space.sample()
+        else:
+            action, self.agent = self.agent.sample_actions(obs)
+        return np.clip(action, -1.0, 1.0).astype(np.float32)
+
     # ------------------------------------------------------------------------- updating
 
     def allowed_updates(self) -> int:

@@ -21,7 +21,7 @@ from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
 from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent, encoder_metadata
-from robot_rl.runtime.demos import collect_demos
+from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.environments import BACKENDS, make_env
 from robot_rl.runtime.episode_loop import EPISODE_SCALARS, EpisodeLoop
 from robot_rl.runtime.evaluation import evaluate
@@ -231,7 +231,9 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         relabeler = attach_relabeler(
             env, GroundTruthLabeler(), run_dir, config=relabel, log=console.print
         )
-    load_demonstrations(cfg, core.demos, console)
+    fill_demo_buffer(
+        core.demos, cfg.demo_path, cfg.demos, cfg.make_env, cfg.seed + 20_000, console.print
+    )
     console.print(
         f"[bold]train[/] {cfg.run_name} ({cfg.backend}) for {cfg.total_steps} steps, "
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
@@ -258,11 +260,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         )
 
     def policy(obs: dict) -> np.ndarray:
-        if core.received < cfg.start_steps:
-            action = env.action_space.sample()
-        else:
-            action, core.agent = core.agent.sample_actions(obs)
-        return np.clip(action, -1.0, 1.0).astype(np.float32)
+        return core.behaviour_action(obs, env.action_space)
 
     loop.reset(seed=cfg.seed + start_step)
     # each call runs utd_ratio * update_every critic updates in one compiled scan
@@ -353,31 +351,3 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
     console.print(f"[bold]done[/]: curves {run_dir / 'curves.png'}")
     console.print(json.dumps(summary))
     return summary
-
-
-def load_demonstrations(cfg: TrainConfig, demo_buffer, console: Console) -> None:
-    """Recorded (MCAP) or scripted demonstrations into an empty demo buffer."""
-    if len(demo_buffer):
-        return  # a resumed run has its demonstrations back
-    if cfg.demo_path:
-        from robot_rl.data.mcap_demos import load_demos
-
-        _, counts = load_demos(cfg.demo_path, demo_buffer)
-        console.print(
-            f"demos: {counts['episodes']} recorded episodes ({counts['transitions']} "
-            f"transitions) from {cfg.demo_path}"
-        )
-    elif cfg.demos:
-        from robot_rl.sim import make_expert
-
-        demo_env = cfg.make_env(cfg.seed + 20_000)
-        try:
-            counts = collect_demos(
-                demo_env, make_expert(demo_env.task), demo_buffer, cfg.demos, cfg.seed + 20_000
-            )
-        finally:
-            demo_env.close()
-        console.print(
-            f"demos: {counts['episodes']} successful expert episodes "
-            f"({counts['attempts']} attempts, {counts['transitions']} transitions)"
-        )
