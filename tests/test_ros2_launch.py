@@ -26,9 +26,9 @@ from process_helpers import (
     Proc,
     Processes,
     alive_pids,
+    process_env,
     require_launch,
     ros2_env,
-    wait_for,
 )
 from ros_helpers import Spinner
 
@@ -50,11 +50,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def launch(tmp: Path, launch_file: str, **arguments: str) -> Proc:
+def launch(tmp: Path, launch_file: str, domain: int | None = None, **arguments: str) -> Proc:
     """``ros2 launch robot_rl FILE ARGS`` in a session of its own, output in a file."""
     command = [require_launch(), "launch", "robot_rl", launch_file]
     command += [f"{k}:={v}" for k, v in arguments.items()]
-    return Proc(command, tmp / f"{launch_file}.log", env=ros2_env(tmp / "ros_log"), cwd=tmp)
+    env = ros2_env(tmp / "ros_log")
+    if domain is not None:
+        env["ROS_DOMAIN_ID"] = str(domain)
+    return Proc(command, tmp / f"{launch_file}.log", env=env, cwd=tmp)
+
+
+def spare_domains(case: int) -> tuple[int, int]:
+    """Two ROS domains of this run's own beside its shared one (conftest.py), one pair for each
+    ``case`` (0 or 1), so that the graph one stack leaves behind (a participant is only
+    forgotten when its lease runs out) and the graph of another test never reach the one under
+    test. Fast DDS's default ports allow domains up to 232."""
+    base = 102 + int(os.environ["ROS_DOMAIN_ID"]) % 32 + 64 * case
+    return base, base + 32
 
 
 class GraphProbe:
@@ -62,12 +74,12 @@ class GraphProbe:
 
     NAME = "launch_graph_probe"
 
-    def __init__(self):
+    def __init__(self, domain: int):
         import rclpy
         from rclpy.context import Context
 
         self.context = Context()
-        rclpy.init(context=self.context, args=[])
+        rclpy.init(context=self.context, args=[], domain_id=domain)
         self.node = rclpy.create_node(self.NAME, context=self.context)
         self.spinner = Spinner(self.node, self.context)
 
@@ -110,16 +122,6 @@ def settled_graph(probe: GraphProbe, expected_nodes: set[str], timeout: float, p
     return last
 
 
-@pytest.fixture(scope="module")
-def probe():
-    pytest.importorskip("rclpy")
-    pytest.importorskip("mujoco")
-    require_launch()
-    graph = GraphProbe()
-    yield graph
-    graph.close()
-
-
 def test_robot_rl_is_indexed_under_the_venv_prefix(tmp_path):
     """What setup leaves under the prefix (for an editable install: links to the checkout),
     and ``ros2 pkg prefix`` finding it there."""
@@ -147,31 +149,39 @@ def test_robot_rl_is_indexed_under_the_venv_prefix(tmp_path):
 
 
 @pytest.fixture(scope="class", params=["", "front"], ids=["state", "camera"])
-def sim_launch(request, probe, tmp_path_factory):
+def sim_launch(request, tmp_path_factory):
     """``robot-rl up sim``'s ROS graph (up then stopped), then ``sim.launch.py`` with the same
-    options running, its graph settled; without and with a camera."""
+    options running, its graph settled; without and with a camera. Each in a domain of its own,
+    with a probe there."""
+    pytest.importorskip("rclpy")
+    pytest.importorskip("mujoco")
+    require_launch()
     cameras = request.param
+    up_domain, launch_domain = spare_domains(int(bool(cameras)))
     tmp_path = tmp_path_factory.mktemp("sim_launch")
     expected = {"/arm/arm_twin", "/actor"} | (
         {f"/{cameras}_cam/{cameras}_camera"} if cameras else set()
     )
     camera_args = ["--cameras", cameras, "--image-size", "32"] if cameras else []
     processes = Processes(tmp_path)
+    probe = GraphProbe(up_domain)
     try:
         up = processes.start(
             "up", "up", "sim", "--task", "pick_cube", "--speedup", "2", "--total-steps",
             "100000", "--eval-episodes", "0", "--run-dir", str(tmp_path / "up"),
-            *camera_args, *TINY_UP)  # fmt: skip
+            *camera_args, *TINY_UP, env=process_env({"ROS_DOMAIN_ID": str(up_domain)}))  # fmt: skip
         up_graph = settled_graph(probe, expected, 240, up)
         assert up.interrupt(120, group=False) == 130, up.tail()
-        wait_for(lambda: not (expected & probe.snapshot()["nodes"]), 60, "up's nodes to go", 0.5)
     finally:
+        probe.close()
         processes.close()
 
     camera_args = {"cameras": cameras, "image_size": "32"} if cameras else {}
+    probe = GraphProbe(launch_domain)
     sim = launch(
         tmp_path,
         "sim.launch.py",
+        domain=launch_domain,
         task="pick_cube",
         speedup="2.0",
         total_steps="100000",
@@ -188,21 +198,23 @@ def sim_launch(request, probe, tmp_path_factory):
             up_graph=up_graph,
             launch_graph=launch_graph,
             proc=sim,
+            probe=probe,
         )
     finally:
         sim.stop(grace=0)
+        probe.close()
 
 
 class TestSimLaunchBringsUpWhatUpBringsUp:
     """In this order: the graph, the learner's training, the stop."""
 
-    def test_the_same_nodes_topics_and_services(self, sim_launch, probe):
+    def test_the_same_nodes_topics_and_services(self, sim_launch):
         up_graph, launch_graph = sim_launch.up_graph, sim_launch.launch_graph
         # a topic or service that shows up late in one of them: wait for it in the other
         deadline = time.monotonic() + 60
         while launch_graph != up_graph and time.monotonic() < deadline:
             time.sleep(1)
-            launch_graph = probe.snapshot()
+            launch_graph = sim_launch.probe.snapshot()
         for key in ("nodes", "topics", "services"):
             assert launch_graph[key] == up_graph[key], (
                 f"{key}: only under ros2 launch {sorted(launch_graph[key] - up_graph[key])}, "
