@@ -25,6 +25,7 @@ differs. ``add`` validates without copying, then copies each array once, into it
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -58,6 +59,17 @@ def _probe_refcount() -> int:
 
 
 _UNREFERENCED = _probe_refcount()
+
+
+def _is_same(observation, last: dict[str, np.ndarray] | None) -> bool:
+    """Whether ``observation`` holds the very arrays of ``last`` (not equal ones: the same)."""
+    return (
+        last is not None
+        and type(observation) is dict
+        and len(observation) == len(last)
+        and all(observation.get(key) is value for key, value in last.items())
+    )
+
 
 ExtraFields = Mapping[str, tuple[tuple[int, ...], Any]]
 
@@ -165,16 +177,24 @@ class ReplayBuffer:
 
         Validation reads the caller's arrays without copying them; the only copy of a frame is
         the one into its slot, so a caller may reuse its arrays as soon as this returns."""
-        obs = check_observation(self._layout, observation, "observation")
+        stream = int(stream)
+        # The arrays given as this stream's last next observation were checked then.
+        continued = _is_same(observation, self._last_next.get(stream))
+        obs = (
+            observation
+            if continued
+            else check_observation(self._layout, observation, "observation")
+        )
         next_obs = check_observation(self._layout, next_observation, "next_observation")
         action = check_action(self.action_space.shape, action)
-        reward = np.float32(reward)
-        if not np.isfinite(reward):
+        reward = np.float32(reward)  # a float64 that overflows float32 is refused
+        if not math.isfinite(reward):
             raise ValueError(f"reward is not finite: {reward}")
         extras = check_extras(self.extra_fields, extras) if (extras or self._extras) else {}
-        stream = int(stream)
         terminated, truncated = bool(terminated), bool(truncated)
-        self._insert(obs, action, reward, terminated, truncated, next_obs, stream, extras)
+        self._insert(
+            obs, action, reward, terminated, truncated, next_obs, stream, extras, continued
+        )
 
     def _write_frame(self, frame: dict[str, np.ndarray]) -> int:
         written = self._frames_written
@@ -191,8 +211,10 @@ class ReplayBuffer:
         self._frames_written = written + 1
         return slot
 
-    def _insert(self, obs, action, reward, terminated, truncated, next_obs, stream, extras) -> None:
-        obs_slot = self._reusable_slot(stream, obs)
+    def _insert(
+        self, obs, action, reward, terminated, truncated, next_obs, stream, extras, continued
+    ) -> None:
+        obs_slot = self._reusable_slot(stream, obs, continued)
         if obs_slot is None:
             obs_slot = self._write_frame(obs)
         next_slot = self._write_frame(next_obs)
@@ -214,9 +236,11 @@ class ReplayBuffer:
         self._streams[stream] = (self._frames_written - 1, terminated or truncated)
         self._last_next[stream] = next_obs
 
-    def _reusable_slot(self, stream: int, obs: dict[str, np.ndarray]) -> int | None:
+    def _reusable_slot(
+        self, stream: int, obs: dict[str, np.ndarray], continued: bool
+    ) -> int | None:
         """The stream's previous next-obs slot when it continues the episode: with the very
-        arrays given as that next observation, or with equal data."""
+        arrays given as that next observation (``continued``), or with equal data."""
         previous = self._streams.get(stream)
         if previous is None:
             return None
@@ -225,6 +249,8 @@ class ReplayBuffer:
         if ended or serial < self._frames_written + 1 - self.frame_capacity:
             return None
         slot = serial % self.frame_capacity
+        if continued:
+            return slot
         # An array that *is* the one given as this stream's last next observation is that
         # observation: ``obs = next_obs`` in the caller's loop, the trajectory continuing. Only
         # arrays that are not (decoded from the network, read back from the log, copies) are
