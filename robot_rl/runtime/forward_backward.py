@@ -119,13 +119,8 @@ class Direction:
     loop (which does not reset: the pair decides what follows an episode) and learning core."""
 
     def __init__(self, name: str, env, eval_env, core: LearningCore, logger=None):
-        self.name, self.env, self.eval_env, self.core, self.logger = (
-            name,
-            env,
-            eval_env,
-            core,
-            logger,
-        )
+        self.name, self.env, self.eval_env = name, env, eval_env
+        self.core, self.logger = core, logger
         self.loop = EpisodeLoop(env, core.add, auto_reset=False)
         self.last_eval: dict | None = None
 
@@ -244,12 +239,7 @@ def run_forward_backward(
     last_log_time, last_log_step = time.perf_counter(), start
 
     def loop_state() -> dict:
-        return {
-            "active": active.name,
-            "dry_streak": dry_streak,
-            "resets": resets,
-            "handovers": handovers,
-        }
+        return dict(active=active.name, dry_streak=dry_streak, resets=resets, handovers=handovers)
 
     def evaluate_both(step: int) -> None:
         for d in (forward, backward):
@@ -395,11 +385,6 @@ def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None =
                 f"{counts['transitions']} transitions"
             )
 
-    def close() -> None:
-        forward_env.close()  # closes the shared twin; backward_env has nothing of its own
-        for env in eval_envs:
-            env.close()
-
     def checkpoint(step: int, loop_state: dict) -> None:
         fb_checkpoint.save_pair(run_dir, cfg, directions, step, loop_state)
 
@@ -409,13 +394,15 @@ def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None =
             cfg, *directions, console=console, resume=state, checkpoint=checkpoint
         )
     except KeyboardInterrupt:
-        close()
         console.print(
             f"[yellow]interrupted[/] at step {forward.steps + backward.steps}: "
             "checkpoints written, --resume goes on"
         )
         raise
-    close()
+    finally:
+        forward_env.close()  # closes the shared twin; backward_env has nothing of its own
+        for env in eval_envs:
+            env.close()
     summary = {"run_dir": str(run_dir), "wall_s": round(time.perf_counter() - t0, 1), **summary}
     for d in directions:
         if d.logger is not None:
