@@ -21,7 +21,6 @@ CUBE_BODY = "cube"
 TCP_SITE = "tcp"
 TCP_OFFSET = 0.1034
 """The Franka Hand's TCP along the flange's z axis (m): franky-sim's ``ee_tcp_xyz``."""
-CAMERAS = ("front", "wrist")
 TASKS = ("pick_cube",)
 
 
