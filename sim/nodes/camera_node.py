@@ -42,10 +42,6 @@ STALE_AFTER = 2.0
 """Wall seconds without a frame before the diagnostics warn."""
 
 
-def _wall() -> float:
-    return time.monotonic()
-
-
 def _positive_int(name: str, default: int, description: str) -> Param:
     return Param(name, default, description, lambda v: v > 0, "must be a positive integer")
 
@@ -97,11 +93,11 @@ class CameraTwinNode(Node):
         )
 
     def _on_state(self, msg: Float64MultiArray) -> None:
-        time = msg.data[0]
-        if time < self._next_frame:
+        stamp = msg.data[0]
+        if stamp < self._next_frame:
             return
         # frames are due every period; after a pause (or a reset's jump) start afresh
-        self._next_frame = max(self._next_frame + self._period, time - self._period)
+        self._next_frame = max(self._next_frame + self._period, stamp - self._period)
         state = np.frombuffer(msg.data, np.float64)[1:]
         nq, npos, nquat = self._sizes
         if len(state) != nq + npos + nquat:
@@ -120,15 +116,15 @@ class CameraTwinNode(Node):
         self._mujoco.mj_forward(self.model, d)
         self._renderer.update_scene(d, camera=self.params["camera"])
         pixels = self._renderer.render()
-        self._image_pub.publish(array_to_image(pixels, "rgb8", time, self._frame))
+        self._image_pub.publish(array_to_image(pixels, "rgb8", stamp, self._frame))
         p = self.params
-        self._info_pub.publish(camera_info(p["width"], p["height"], self._fovy, time, self._frame))
+        self._info_pub.publish(camera_info(p["width"], p["height"], self._fovy, stamp, self._frame))
         self._frames += 1
-        self._last_frame_wall, self._last_stamp = _wall(), time
+        self._last_frame_wall, self._last_stamp = time.monotonic(), stamp
 
     def _publish_diagnostics(self) -> None:
         p = self.params
-        age = None if self._last_frame_wall is None else _wall() - self._last_frame_wall
+        age = None if self._last_frame_wall is None else time.monotonic() - self._last_frame_wall
         if self._warned:
             level, message = DiagnosticStatus.ERROR, "/sim/state is of another model"
         elif age is None:
