@@ -41,9 +41,10 @@ def frame_id_field():
 
 
 class StateCameraNode(Node):
-    """Subclasses name their config class (``camera``, ``rate``, ``width``, ``height``,
+    """Subclasses name their node, config class (``camera``, ``rate``, ``width``, ``height``,
     ``frame_id``), state topic and diagnostics' hardware prefix, and build the model."""
 
+    node_name: str
     config_class: type
     state_topic: str
     hardware: str
@@ -52,8 +53,8 @@ class StateCameraNode(Node):
     model_has = "the model has {nq}"
     """Completes the log line of a state of another size."""
 
-    def __init__(self, name: str, **kwargs):
-        super().__init__(name, **kwargs)
+    def __init__(self, **kwargs):
+        super().__init__(self.node_name, **kwargs)
         self.config = c = declare_config(self, self.config_class)
         import mujoco
 
