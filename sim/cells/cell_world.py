@@ -191,15 +191,8 @@ class CellWorld:
 
     # -- objects -------------------------------------------------------------------------------
     def random_cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where a person puts the cube: as the task's twin reset does, uniformly around the
-        reset position, turned by a small random yaw."""
-        task = self.task
-        xy = np.asarray(task.reset_pos[:2]) + self.rng.uniform(-1, 1, 2) * task.cube_region
-        yaw = self.rng.uniform(-0.25, 0.25)
-        quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
-        from robot_rl.sim.arm_scenes import CUBE_HALF
-
-        return np.array([*xy, CUBE_HALF + 0.001]), quat
+        """Where a person puts the cube: where the task's twin reset does, 1 mm up."""
+        return self.task.random_cube_pose(self.rng, above=0.001)
 
     def reset_objects(self) -> np.ndarray:
         """Put the cube at a random place (at the next step); returns where."""
