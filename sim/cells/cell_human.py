@@ -7,19 +7,18 @@ intervene, close the gripper, open it, success, reject (``robot_rl.ros.teleop_co
 released frame while hands are off), so the actor takes its corrections through the same
 ``RosTeleopSource`` that reads a real device.
 
-Who it is: the twin's ``SimulatedHuman`` (``sim/simulated_human.py``): the task's scripted
-expert takes over when the policy stalls (no progress of the task's dense reward) or heads out
-of the safety box, corrects for a while and hands back, within a budget per ``max_episode_steps``
-control periods and over the whole run. It decides once per control period on what a person
-sees: the arm's published state (``/arm/ee_pose``, ``ee_twist``, ``gripper/joint_states``) and
-where the cube is (``/sim/objects/cube/pose``: the world's ground truth, which only the operator
-and evaluation read). A person also tidies the table: when the cube was lifted and put down, or
-pushed out of reach, and the hand is out of the way, it asks the world to put the cube at a new
-random place (``/sim/reset_objects``). And it says when the task is done: seeing it done (the
-cube held above the table, whoever lifted it) it presses the success button once
-(``SuccessPress``), so ``up robot --hardware hardware/fr3_sim.yaml --operator joy`` has a success
-source, as a cell with a person at a gamepad would. It never presses reject: a reward
-classifier's false success goes unanswered, which the relabeller counts as a reject.
+Who it is: the twin's ``SimulatedHuman`` (``sim/simulated_human.py``: the expert steps in on
+trouble, within a budget), its budget counted per ``max_episode_steps`` control periods. It
+decides once per control period on what a person sees: the arm's published state
+(``/arm/ee_pose``, ``ee_twist``, ``gripper/joint_states``) and where the cube is
+(``/sim/objects/cube/pose``: the world's ground truth, which only the operator and evaluation
+read). A person also tidies the table: when the cube was lifted and put down, or pushed out of
+reach, and the hand is out of the way, it asks the world to put the cube at a new random place
+(``/sim/reset_objects``). And it says when the task is done: seeing it done (the cube held above
+the table, whoever lifted it) it presses the success button once (``SuccessPress``), so ``up
+robot --hardware hardware/fr3_sim.yaml --operator joy`` has a success source, as a cell with a
+person at a gamepad would. It never presses reject: a reward classifier's false success goes
+unanswered, which the relabeller counts as a reject.
 
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human
 """
