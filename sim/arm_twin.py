@@ -102,20 +102,17 @@ class ArmTwin(TwinRendering):
         self._images_time = -1.0
 
         self._tcp = model.site("tcp").id
-        self._arm_dofs = np.array([model.joint(f"joint{i}").dofadr[0] for i in range(1, 8)])
-        self._arm_qpos = np.array([model.joint(f"joint{i}").qposadr[0] for i in range(1, 8)])
-        self._fingers_qpos = np.array(
-            [model.joint(n).qposadr[0] for n in ("finger_left", "finger_right")]
-        )
-        self._fingers_dofs = np.array(
-            [model.joint(n).dofadr[0] for n in ("finger_left", "finger_right")]
-        )
+        arm = [model.joint(f"joint{i}") for i in range(1, 8)]
+        self._arm_dofs = np.array([joint.dofadr[0] for joint in arm])
+        self._arm_qpos = np.array([joint.qposadr[0] for joint in arm])
+        fingers = [model.joint(name) for name in ("finger_left", "finger_right")]
+        self._fingers_qpos = np.array([joint.qposadr[0] for joint in fingers])
+        self._fingers_dofs = np.array([joint.dofadr[0] for joint in fingers])
         self._gripper_actuator = model.actuator("gripper").id
-        arm_joints = [model.joint(f"joint{i}").id for i in range(1, 8)]
-        self._joint_low = model.jnt_range[arm_joints, 0].copy()
-        self._joint_high = model.jnt_range[arm_joints, 1].copy()
-        self._force_adr = model.sensor("ft_force").adr[0]
-        self._torque_adr = model.sensor("ft_torque").adr[0]
+        self._joint_low = model.jnt_range[[joint.id for joint in arm], 0].copy()
+        self._joint_high = model.jnt_range[[joint.id for joint in arm], 1].copy()
+        force, torque = model.sensor("ft_force").adr[0], model.sensor("ft_torque").adr[0]
+        self._wrench = np.r_[force : force + 3, torque : torque + 3]
         self._jac = np.zeros((6, model.nv))
         self._minv_jac = np.zeros((6, model.nv))
         self._velocity = np.zeros(6)
@@ -211,12 +208,7 @@ class ArmTwin(TwinRendering):
             "gripper_pos": np.array([np.clip(1.0 - fingers / (2 * FINGER_RANGE), 0.0, 1.0)]),
             "joint_pos": d.qpos[self._arm_qpos].copy(),
             "joint_vel": d.qvel[self._arm_dofs].copy(),
-            "wrench": np.concatenate(
-                [
-                    d.sensordata[self._force_adr : self._force_adr + 3],
-                    d.sensordata[self._torque_adr : self._torque_adr + 3],
-                ]
-            ),
+            "wrench": d.sensordata[self._wrench],
         }
         for name in self.scene.free_objects + self.scene.mocap_objects:
             body = m.body(name).id
@@ -250,12 +242,8 @@ class ArmTwin(TwinRendering):
             d.qpos[self._arm_qpos] = q
             mujoco.mj_kinematics(m, d)
             mujoco.mj_comPos(m, d)
-            error = np.concatenate(
-                [
-                    pos - d.site_xpos[self._tcp],
-                    rotation_error(d.site_xmat[self._tcp].reshape(3, 3), rot),
-                ]
-            )
+            rot_error = rotation_error(d.site_xmat[self._tcp].reshape(3, 3), rot)
+            error = np.concatenate([pos - d.site_xpos[self._tcp], rot_error])
             if np.linalg.norm(error) < 1e-5:
                 break
             jac = self._arm_jacobian()

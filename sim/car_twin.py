@@ -76,37 +76,30 @@ class CarTwin(TwinRendering):
         model = self.model
         self._drive = model.actuator("drive").id
         self._steer = (model.actuator("steer_fl").id, model.actuator("steer_fr").id)
-        self._sensor = {
-            name: slice(
-                model.sensor_adr[model.sensor(name).id], model.sensor_adr[model.sensor(name).id] + 3
-            )
-            for name in ("imu_accel", "imu_gyro", "velocity")
-        }
-        wall = np.array([model.geom(i).name.startswith("wall") for i in range(model.ngeom)])
-        self._is_wall = wall
+        adr = {name: model.sensor(name).adr[0] for name in ("imu_accel", "imu_gyro", "velocity")}
+        self._sensor = {name: slice(a, a + 3) for name, a in adr.items()}
+        walls = [model.geom(i).name.startswith("wall") for i in range(model.ngeom)]
+        self._is_wall = np.array(walls)
         self._collided = False
         self._drive_tendon = model.tendon("drive").id
-        self._odom = np.zeros(3)
         self._accel_peak = np.zeros(3)
-        self._renderer = None
+        size = self.image_size
+        self._renderer = mujoco.Renderer(model, size, size) if self.cameras else None
         # Videos look down on the whole track from above its centre.
         self._video = FrameRenderer(model, overview_camera((0.0, 0.0, 0.0), 11.0, -70.0))
-        if self.cameras:
-            self._renderer = mujoco.Renderer(model, self.image_size, self.image_size)
         mujoco.mj_forward(model, self.data)
         self._odom = self._true_pose()
 
     # -- backend protocol -----------------------------------------------------------------
     def read(self) -> Reading:
         d = self.data
-        w, x, y, z = d.qpos[3:7]
-        yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        x, y = d.qpos[4:6]
         up_z = 1 - 2 * (x * x + y * y)
         sensors = d.sensordata
         velocity = sensors[self._sensor["velocity"]]
         gyro = sensors[self._sensor["imu_gyro"]]
         reading = {
-            "pose": np.array([d.qpos[0], d.qpos[1], yaw]),
+            "pose": self._true_pose(),
             "velocity": np.array([velocity[0], velocity[1], gyro[2]]),
             "imu_accel": sensors[self._sensor["imu_accel"]].copy(),
             "imu_gyro": gyro.copy(),

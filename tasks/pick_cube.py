@@ -144,10 +144,15 @@ class PickCubeTask(Task):
             clearance=self.clearance_height,
         )
 
+    def random_cube_pose(self, rng: np.random.Generator, above: float = 0.0):
+        """Where the twin's reset (or a person tidying up a cell) puts the cube: uniformly around
+        the reset position, turned by a small random yaw, ``above`` the table (m)."""
+        xy = np.asarray(self.reset_pos[:2]) + rng.uniform(-1, 1, 2) * self.cube_region
+        yaw = rng.uniform(-0.25, 0.25)
+        quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+        return np.array([*xy, TABLE_Z + CUBE_HALF + above]), quat
+
     def reset(self, backend: Backend, rng: np.random.Generator) -> None:
         reset_arm(backend, self.reset_pose(), rng)
         if backend.is_simulated:
-            xy = np.asarray(self.reset_pos[:2]) + rng.uniform(-1, 1, 2) * self.cube_region
-            yaw = rng.uniform(-0.25, 0.25)
-            quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
-            backend.place_object("cube", np.array([*xy, TABLE_Z + CUBE_HALF]), quat)
+            backend.place_object("cube", *self.random_cube_pose(rng))

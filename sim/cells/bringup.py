@@ -79,7 +79,8 @@ class LifecycleBringup:
 
     def _on_change(self, name: str, transition: int, future) -> None:
         result = future.result()
-        step = "configure" if transition == Transition.TRANSITION_CONFIGURE else "activate"
+        configured = transition == Transition.TRANSITION_CONFIGURE
+        step = "configure" if configured else "activate"
         if result is None or not result.success:
             self.last_problem[name] = f"{step} failed"
             self.node.get_logger().warning(
@@ -87,17 +88,9 @@ class LifecycleBringup:
                 throttle_duration_sec=10.0,
             )
             return
-        if transition == Transition.TRANSITION_CONFIGURE:  # go on to activate at once
-            self._on_state(
-                name,
-                GetState.Response(
-                    current_state=State(id=State.PRIMARY_STATE_INACTIVE, label="inactive")
-                ),
-            )
-        else:
-            self._on_state(
-                name,
-                GetState.Response(
-                    current_state=State(id=State.PRIMARY_STATE_ACTIVE, label="active")
-                ),
-            )
+        state = (  # configured: go on to activate at once
+            State(id=State.PRIMARY_STATE_INACTIVE, label="inactive")
+            if configured
+            else State(id=State.PRIMARY_STATE_ACTIVE, label="active")
+        )
+        self._on_state(name, GetState.Response(current_state=state))

@@ -1,9 +1,6 @@
-"""The simulated car's forward camera, as its own process like a real camera driver: it holds its
-own copy of the car's MuJoCo model, applies the world's newest state from ``/sim/car/state`` and
-renders the ``front`` camera offscreen as the states arrive, at most ``rate`` frames per wall
-second, on the camera contract: ``image_raw`` (rgb8), ``camera_info`` (sensor-data QoS), stamped
-with the wall time of the state it shows, and its status on ``/diagnostics``
-(``sim/cells/state_camera.py``).
+"""The simulated car's forward camera, as its own process like a real camera driver: a
+``StateCameraNode`` (``sim/cells/state_camera.py``) rendering the car's model at the states of
+``/sim/car/state``.
 
     robot-rl-car-sim-cell --ros-args -r __ns:=/front_cam -p part:=camera
 """
@@ -34,14 +31,12 @@ class CarCameraConfig:
 
 
 class CarCameraNode(StateCameraNode):
+    node_name = "car_camera"
     config_class = CarCameraConfig
     state_topic = STATE_TOPIC
     hardware = "car-sim"
     camera_missing = "is not in the car's model"
     model_has = "the car's model has {nq}"
-
-    def __init__(self, **kwargs):
-        super().__init__("car_camera", **kwargs)
 
     def build_model(self):
         from robot_rl.sim.car_twin import car_twin_model

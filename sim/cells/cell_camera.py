@@ -1,13 +1,8 @@
 """One camera of the simulated FR3 cell, as its own process like a real camera driver (so it can
-be killed and respawned): it holds its own copy of the cell's MuJoCo model (``fr3_scene``), applies
-the world's newest state from ``/sim/cell/state`` and renders the named camera offscreen
-(``MUJOCO_GL=egl``) as the states arrive, at most ``rate`` frames per wall second.
-
-It publishes what a camera driver publishes (``sim/nodes/camera_node.py``, the RealSense and
-OpenCV nodes): ``image_raw`` (rgb8) and ``camera_info`` on sensor-data QoS, stamped with the wall
-time of the world state the frame shows, and its status on ``/diagnostics``. Each frame shows a
-new state: when the world stops, the frames stop, and the consumer's staleness bound sees it
-(``sim/cells/state_camera.py``).
+be killed and respawned): a ``StateCameraNode`` (``sim/cells/state_camera.py``) rendering the
+cell's model (``fr3_scene``) offscreen (``MUJOCO_GL=egl``) at the states of ``/sim/cell/state``,
+publishing what a camera driver publishes (``sim/nodes/camera_node.py``, the RealSense and
+OpenCV nodes).
 
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/wrist_cam -p part:=camera -p camera:=wrist
 """
@@ -39,14 +34,12 @@ class CellCameraConfig:
 
 
 class CellCameraNode(StateCameraNode):
+    node_name = "cell_camera"
     config_class = CellCameraConfig
     state_topic = STATE_TOPIC
     hardware = "fr3-sim-cell"
     camera_missing = "is not in the cell"
     model_has = "this cell's model has {nq}: another world?"
-
-    def __init__(self, **kwargs):
-        super().__init__("cell_camera", **kwargs)
 
     def build_model(self):
         from robot_rl.sim.cells.fr3_scene import cell_model

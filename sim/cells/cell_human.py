@@ -7,19 +7,18 @@ intervene, close the gripper, open it, success, reject (``robot_rl.ros.teleop_co
 released frame while hands are off), so the actor takes its corrections through the same
 ``RosTeleopSource`` that reads a real device.
 
-Who it is: the twin's ``SimulatedHuman`` (``sim/simulated_human.py``): the task's scripted
-expert takes over when the policy stalls (no progress of the task's dense reward) or heads out
-of the safety box, corrects for a while and hands back, within a budget per ``max_episode_steps``
-control periods and over the whole run. It decides once per control period on what a person
-sees: the arm's published state (``/arm/ee_pose``, ``ee_twist``, ``gripper/joint_states``) and
-where the cube is (``/sim/objects/cube/pose``: the world's ground truth, which only the operator
-and evaluation read). A person also tidies the table: when the cube was lifted and put down, or
-pushed out of reach, and the hand is out of the way, it asks the world to put the cube at a new
-random place (``/sim/reset_objects``). And it says when the task is done: seeing it done (the
-cube held above the table, whoever lifted it) it presses the success button once
-(``SuccessPress``), so ``up robot --hardware hardware/fr3_sim.yaml --operator joy`` has a success
-source, as a cell with a person at a gamepad would. It never presses reject: a reward
-classifier's false success goes unanswered, which the relabeller counts as a reject.
+Who it is: the twin's ``SimulatedHuman`` (``sim/simulated_human.py``: the expert steps in on
+trouble, within a budget), its budget counted per ``max_episode_steps`` control periods. It
+decides once per control period on what a person sees: the arm's published state
+(``/arm/ee_pose``, ``ee_twist``, ``gripper/joint_states``) and where the cube is
+(``/sim/objects/cube/pose``: the world's ground truth, which only the operator and evaluation
+read). A person also tidies the table: when the cube was lifted and put down, or pushed out of
+reach, and the hand is out of the way, it asks the world to put the cube at a new random place
+(``/sim/reset_objects``). And it says when the task is done: seeing it done (the cube held above
+the table, whoever lifted it) it presses the success button once (``SuccessPress``), so ``up
+robot --hardware hardware/fr3_sim.yaml --operator joy`` has a success source, as a cell with a
+person at a gamepad would. It never presses reject: a reward classifier's false success goes
+unanswered, which the relabeller counts as a reject.
 
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human
 """
@@ -60,6 +59,14 @@ HAND_CLEAR = 0.1
 """The TCP above this height leaves room to put the cube back (m)."""
 TIDY_PERIOD = 2.0
 """Seconds between two tidy-ups at most (the world places the cube at its next step)."""
+
+
+def _position(msg: PoseStamped) -> np.ndarray:
+    return convert.msg_to_pose(msg)[0]
+
+
+def _gripper(msg: JointState) -> np.ndarray:
+    return np.clip(np.array(msg.position[:1]), 0, 1)
 
 
 _share = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
@@ -121,39 +128,20 @@ class CellHumanNode(Node):
         except ValueError as error:
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
         self.success_press = SuccessPress(c.success_press_s)
-        self._seen: dict[str, tuple[dict, float]] = {}
+        self._seen: dict[str, tuple[np.ndarray, float]] = {}
         self._action: np.ndarray | None = None
         self._ticks = 0
         self._lifted = False
         self._last_tidy = -np.inf
         self.tidy_ups = 0
         arm = c.arm_namespace.rstrip("/")
-        self.create_subscription(
-            PoseStamped,
-            f"{arm}/ee_pose",
-            self._keep("pose", lambda m: {"tcp_pos": convert.msg_to_pose(m)[0]}),
-            sensor_qos(),
-        )
-        self.create_subscription(
-            TwistStamped,
-            f"{arm}/ee_twist",
-            self._keep("twist", lambda m: {"tcp_vel": convert.twist_stamped_to_array(m)}),
-            sensor_qos(),
-        )
-        self.create_subscription(
-            JointState,
-            f"{arm}/gripper/joint_states",
-            self._keep(
-                "gripper", lambda m: {"gripper_pos": np.clip(np.array(m.position[:1]), 0, 1)}
-            ),
-            sensor_qos(),
-        )
-        self.create_subscription(
-            PoseStamped,
-            CUBE_TOPIC,
-            self._keep("cube", lambda m: {"object/cube_pos": convert.msg_to_pose(m)[0]}),
-            sensor_qos(),
-        )
+        for msg_type, topic, key, extract in (
+            (PoseStamped, f"{arm}/ee_pose", "tcp_pos", _position),
+            (TwistStamped, f"{arm}/ee_twist", "tcp_vel", convert.twist_stamped_to_array),
+            (JointState, f"{arm}/gripper/joint_states", "gripper_pos", _gripper),
+            (PoseStamped, CUBE_TOPIC, "object/cube_pos", _position),
+        ):
+            self.create_subscription(msg_type, topic, self._keep(key, extract), sensor_qos())
         self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
         self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
@@ -163,21 +151,21 @@ class CellHumanNode(Node):
         self.create_timer(1.0, self._publish_diagnostics)
 
     # -- what the operator sees ------------------------------------------------------------------
-    def _keep(self, name: str, extract):
+    def _keep(self, key: str, extract):
         def keep(msg) -> None:
             with contextlib.suppress(ValueError):  # a malformed message shows nothing
-                self._seen[name] = (extract(msg), time.monotonic())
+                self._seen[key] = (extract(msg), time.monotonic())
 
         return keep
 
     def _reading(self) -> dict | None:
         now = time.monotonic()
         reading: dict = {}
-        for name in ("pose", "twist", "gripper", "cube"):
-            entry = self._seen.get(name)
+        for key in ("tcp_pos", "tcp_vel", "gripper_pos", "object/cube_pos"):
+            entry = self._seen.get(key)
             if entry is None or now - entry[1] > self.config.max_age:
                 return None
-            reading.update(entry[0])
+            reading[key] = entry[0]
         if reading["gripper_pos"].shape != (1,):
             return None
         return reading

@@ -32,8 +32,6 @@ class GroundTruth:
     """Wall time of the physics step it was read at."""
     sim_time: float
     """Seconds of simulated time since start."""
-    tcp_pos: np.ndarray
-    gripper_pos: float
     cube_pos: np.ndarray
     cube_quat: np.ndarray
     """w-x-y-z."""
@@ -107,14 +105,8 @@ class CellWorld:
         """Connections to the robot's and the hand's servers (the Franka node holds two)."""
         if self.server is None:
             return 0
-        servers = [
-            *self.server.robot_servers,
-            *(
-                rs.gripper_server
-                for rs in self.server.robot_servers
-                if rs.gripper_server is not None
-            ),
-        ]
+        robots = self.server.robot_servers
+        servers = [s for rs in robots for s in (rs, rs.gripper_server) if s is not None]
         return sum(bool(s.tcp_connected) for s in servers)
 
     def linger(self, timeout: float) -> None:
@@ -177,8 +169,6 @@ class CellWorld:
         truth = GroundTruth(
             stamp=time.time(),
             sim_time=float(data.time),
-            tcp_pos=tcp,
-            gripper_pos=gripper,
             cube_pos=cube_pos,
             cube_quat=cube_quat,
             success=bool(self.task.success(reading)),
@@ -201,15 +191,8 @@ class CellWorld:
 
     # -- objects -------------------------------------------------------------------------------
     def random_cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """Where a person puts the cube: as the task's twin reset does, uniformly around the
-        reset position, turned by a small random yaw."""
-        task = self.task
-        xy = np.asarray(task.reset_pos[:2]) + self.rng.uniform(-1, 1, 2) * task.cube_region
-        yaw = self.rng.uniform(-0.25, 0.25)
-        quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
-        from robot_rl.sim.arm_scenes import CUBE_HALF
-
-        return np.array([*xy, CUBE_HALF + 0.001]), quat
+        """Where a person puts the cube: where the task's twin reset does, 1 mm up."""
+        return self.task.random_cube_pose(self.rng, above=0.001)
 
     def reset_objects(self) -> np.ndarray:
         """Put the cube at a random place (at the next step); returns where."""

@@ -21,19 +21,20 @@ CUBE_BODY = "cube"
 TCP_SITE = "tcp"
 TCP_OFFSET = 0.1034
 """The Franka Hand's TCP along the flange's z axis (m): franky-sim's ``ee_tcp_xyz``."""
-CAMERAS = ("front", "wrist")
 TASKS = ("pick_cube",)
 
 
-def _sub(parent: ET.Element, tag: str, **attrs) -> ET.Element:
-    return ET.SubElement(parent, tag, {k: str(v) for k, v in attrs.items()})
+def _append(parent: ET.Element, *elements: str) -> None:
+    """Append MJCF elements, each written as its XML text, to ``parent``."""
+    for text in elements:
+        parent.append(ET.fromstring(text))
 
 
 def _find_body(root: ET.Element, name: str) -> ET.Element:
-    for body in root.iter("body"):
-        if body.get("name") == name:
-            return body
-    raise ValueError(f"franky-sim's scene has no body {name!r}")
+    body = root.find(f".//body[@name='{name}']")
+    if body is None:
+        raise ValueError(f"franky-sim's scene has no body {name!r}")
+    return body
 
 
 def extend_scene(sim, task: str = "pick_cube") -> None:
@@ -46,63 +47,35 @@ def extend_scene(sim, task: str = "pick_cube") -> None:
     for geom in world.iter("geom"):
         if geom.get("name") == "ground":
             geom.set("pos", "0 0 -0.75")
-    asset = scene.find("asset")
-    _sub(
-        asset,
-        "texture",
-        name="cell_table",
-        type="2d",
-        builtin="checker",
-        rgb1="0.35 0.3 0.25",
-        rgb2="0.45 0.4 0.33",
-        width=256,
-        height=256,
+    _append(
+        scene.find("asset"),
+        '<texture name="cell_table" type="2d" builtin="checker" rgb1="0.35 0.3 0.25" '
+        'rgb2="0.45 0.4 0.33" width="256" height="256"/>',
+        '<material name="cell_table" texture="cell_table" texrepeat="6 6"/>',
     )
-    _sub(asset, "material", name="cell_table", texture="cell_table", texrepeat="6 6")
     # small images on a CPU renderer: franky-sim's 4096 px shadow map and 8x multisampling
     # cost ~0.2 s a frame there; without them a 64 px frame takes a few ms
     visual = scene.find("visual")
-    _sub(visual, "global", offwidth=256, offheight=256)
+    _append(visual, '<global offwidth="256" offheight="256"/>')
     quality = visual.find("quality")
     quality.set("shadowsize", "0")
     quality.set("offsamples", "0")
-    _sub(
+    _append(
         world,
-        "geom",
-        name="table",
-        type="box",
-        pos="0.5 0 -0.02",
-        size="0.35 0.4 0.02",
-        material="cell_table",
-        friction="1.0 0.01 0.001",
+        '<geom name="table" type="box" pos="0.5 0 -0.02" size="0.35 0.4 0.02" '
+        'material="cell_table" friction="1.0 0.01 0.001"/>',
+        '<geom name="stand" type="cylinder" pos="0 0 -0.375" size="0.08 0.375" '
+        'rgba="0.3 0.3 0.3 1" contype="0" conaffinity="0"/>',
+        '<camera name="front" pos="1.0 0 0.4" xyaxes="0 1 0 -0.5 0 0.87" fovy="45"/>',
+        f'<body name="{CUBE_BODY}" pos="0.5 0 {CUBE_HALF}"><freejoint name="{CUBE_BODY}"/>'
+        f'<geom type="box" size="{CUBE_HALF} {CUBE_HALF} {CUBE_HALF}" mass="0.1" '
+        'rgba="0.85 0.2 0.15 1" friction="1.0 0.01 0.001" solref="0.004 1"/></body>',
     )
-    _sub(
-        world,
-        "geom",
-        name="stand",
-        type="cylinder",
-        pos="0 0 -0.375",
-        size="0.08 0.375",
-        rgba="0.3 0.3 0.3 1",
-        contype=0,
-        conaffinity=0,
+    _append(
+        _find_body(world, HAND_BODY),
+        f'<site name="{TCP_SITE}" pos="0 0 {TCP_OFFSET}" size="0.005" rgba="1 0 0 0"/>',
+        '<camera name="wrist" pos="0.06 0 0.04" xyaxes="0 1 0 0.95 0 0.3" fovy="75"/>',
     )
-    _sub(world, "camera", name="front", pos="1.0 0 0.4", xyaxes="0 1 0 -0.5 0 0.87", fovy=45)
-    cube = _sub(world, "body", name=CUBE_BODY, pos=f"0.5 0 {CUBE_HALF}")
-    _sub(cube, "freejoint", name=CUBE_BODY)
-    _sub(
-        cube,
-        "geom",
-        type="box",
-        size=f"{CUBE_HALF} {CUBE_HALF} {CUBE_HALF}",
-        mass=0.1,
-        rgba="0.85 0.2 0.15 1",
-        friction="1.0 0.01 0.001",
-        solref="0.004 1",
-    )
-    hand = _find_body(world, HAND_BODY)
-    _sub(hand, "site", name=TCP_SITE, pos=f"0 0 {TCP_OFFSET}", size=0.005, rgba="1 0 0 0")
-    _sub(hand, "camera", name="wrist", pos="0.06 0 0.04", xyaxes="0 1 0 0.95 0 0.3", fovy=75)
 
 
 def build_simulator(task: str = "pick_cube"):

@@ -40,10 +40,64 @@ def frame_id_field():
     return param("", "frame of the images (default: the camera name)")
 
 
-class StateCameraNode(Node):
-    """Subclasses name their config class (``camera``, ``rate``, ``width``, ``height``,
+class RenderingNode(Node):
+    """A camera process: one camera of its own copy of a MuJoCo model rendered offscreen and
+    published on the camera contract (``image_raw``, ``camera_info``), its status on
+    ``/diagnostics``. Shared by the cells' cameras and the twin's (``sim/nodes/camera_node.py``)."""
+
+    def _open_camera(self, model, camera: str, width: int, height: int, frame_id: str, missing):
+        """Render ``camera`` of ``model`` (``missing`` completes "camera 'x' ..." when the model
+        has no such camera) at ``width`` x ``height`` into frames of ``frame_id``."""
+        import mujoco
+
+        self._mujoco = mujoco
+        self.model = model
+        cameras = [model.camera(i).name for i in range(model.ncam)]
+        if camera not in cameras:
+            raise ParameterError(
+                f"{self.get_fully_qualified_name()}: camera {camera!r} {missing}; it has {cameras}"
+            )
+        self.data = mujoco.MjData(model)
+        self._renderer = mujoco.Renderer(model, height, width)
+        self._fovy = float(model.cam_fovy[model.camera(camera).id])
+        self._camera, self._size, self._frame = camera, (width, height), frame_id or camera
+        self._frames = 0
+        self._image_pub = self.create_publisher(Image, "image_raw", sensor_qos())
+        self._info_pub = self.create_publisher(CameraInfo, "camera_info", sensor_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+
+    def _publish_frame(self, stamp: float) -> None:
+        """Render the state in ``data`` and publish it, stamped ``stamp``."""
+        self._mujoco.mj_forward(self.model, self.data)
+        self._renderer.update_scene(self.data, camera=self._camera)
+        pixels = self._renderer.render()
+        self._image_pub.publish(array_to_image(pixels, "rgb8", stamp, self._frame))
+        self._info_pub.publish(camera_info(*self._size, self._fovy, stamp, self._frame))
+        self._frames += 1
+
+    def _publish_status(
+        self, level, message: str, hardware: str, rate: float, stamp: float, **more
+    ):
+        width, height = self._size
+        values = {
+            "camera": self._camera,
+            "frames": str(self._frames),
+            "size": f"{width}x{height}",
+            "rate": str(rate),
+            **more,
+        }
+        self._diag_pub.publish(diagnostic_array(self, level, message, hardware, values, stamp))
+
+    def destroy_node(self) -> None:
+        self._renderer.close()
+        super().destroy_node()
+
+
+class StateCameraNode(RenderingNode):
+    """Subclasses name their node, config class (``camera``, ``rate``, ``width``, ``height``,
     ``frame_id``), state topic and diagnostics' hardware prefix, and build the model."""
 
+    node_name: str
     config_class: type
     state_topic: str
     hardware: str
@@ -52,27 +106,12 @@ class StateCameraNode(Node):
     model_has = "the model has {nq}"
     """Completes the log line of a state of another size."""
 
-    def __init__(self, name: str, **kwargs):
-        super().__init__(name, **kwargs)
+    def __init__(self, **kwargs):
+        super().__init__(self.node_name, **kwargs)
         self.config = c = declare_config(self, self.config_class)
-        import mujoco
-
-        self._mujoco = mujoco
-        self.model = self.build_model()
-        cameras = [self.model.camera(i).name for i in range(self.model.ncam)]
-        if c.camera not in cameras:
-            raise ParameterError(
-                f"{self.get_fully_qualified_name()}: camera {c.camera!r} "
-                f"{self.camera_missing}; it has {cameras}"
-            )
-        self.data = mujoco.MjData(self.model)
-        self._renderer = mujoco.Renderer(self.model, c.height, c.width)
-        self._fovy = float(self.model.cam_fovy[self.model.camera(c.camera).id])
-        self._frame = c.frame_id or c.camera
-        self._frames, self._last_state_wall, self._bad_size = 0, None, False
-        self._image_pub = self.create_publisher(Image, "image_raw", sensor_qos())
-        self._info_pub = self.create_publisher(CameraInfo, "camera_info", sensor_qos())
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        model = self.build_model()
+        self._open_camera(model, c.camera, c.width, c.height, c.frame_id, self.camera_missing)
+        self._last_state_wall, self._bad_size = None, False
         self.create_subscription(Float64MultiArray, self.state_topic, self._on_state, state_qos())
         self._period, self._next_frame = 1.0 / c.rate, 0.0
         self.create_timer(1.0, self._publish_diagnostics)
@@ -96,20 +135,10 @@ class StateCameraNode(Node):
             return
         # frames are due every period; one that comes late restarts the schedule (no burst)
         self._next_frame = max(self._next_frame + self._period, now)
-        self._render(state)
-
-    def _render(self, state: np.ndarray) -> None:
         # rendered as the state arrives (not on a timer of its own): a frame is no older than
         # the delivery of the state it shows plus one render
-        stamp = float(state[0])
         self.data.qpos[:] = state[1:]
-        self._mujoco.mj_forward(self.model, self.data)
-        self._renderer.update_scene(self.data, camera=self.config.camera)
-        pixels = self._renderer.render()
-        c = self.config
-        self._image_pub.publish(array_to_image(pixels, "rgb8", stamp, self._frame))
-        self._info_pub.publish(camera_info(c.width, c.height, self._fovy, stamp, self._frame))
-        self._frames += 1
+        self._publish_frame(float(state[0]))
 
     def _publish_diagnostics(self) -> None:
         c = self.config
@@ -122,18 +151,4 @@ class StateCameraNode(Node):
             level, message = DiagnosticStatus.WARN, f"no world state for {age:.1f} s"
         else:
             level, message = DiagnosticStatus.OK, "publishing frames"
-        values = {
-            "camera": c.camera,
-            "frames": str(self._frames),
-            "size": f"{c.width}x{c.height}",
-            "rate": str(c.rate),
-        }
-        self._diag_pub.publish(
-            diagnostic_array(
-                self, level, message, f"{self.hardware}/{c.camera}", values, time.time()
-            )
-        )
-
-    def destroy_node(self) -> None:
-        self._renderer.close()
-        super().destroy_node()
+        self._publish_status(level, message, f"{self.hardware}/{c.camera}", c.rate, time.time())

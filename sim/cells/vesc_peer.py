@@ -42,7 +42,6 @@ class SimpleDrivetrain:
 
     erpm_per_duty: float = 40000.0
     erpm: float = 0.0
-    servo: float = 0.5
     duty: float = 0.0
     tachometer: float = 0.0
     imu_data: proto.ImuData = field(
@@ -65,8 +64,6 @@ class SimpleDrivetrain:
             self.duty, self.erpm = value, value * self.erpm_per_duty
         elif kind == "brake" or (kind == "current" and value == 0.0):
             self.duty = self.erpm = 0.0
-        elif kind == "servo":
-            self.servo = value
 
     def values(self) -> proto.Values:
         self._integrate()

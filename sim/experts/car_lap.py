@@ -99,31 +99,24 @@ class TeleopLapDriver:
     """The twin's simulated person at the gamepad for ``robot-rl record-lap``: looks at the twin
     (as a person looks at the track), drives the slow demonstration lap and publishes it as a
     gamepad would, on ``/teleop/twist`` (linear.x speed and angular.z steering deflections in
-    [-1, 1]) at ``rate_hz`` wall Hz from its own rclpy context and thread. ``reading()`` gives
-    the twin's current reading."""
+    [-1, 1]) at ``rate_hz`` wall Hz from a ``BackgroundNode`` (its own rclpy context and
+    thread). ``reading()`` gives the twin's current reading."""
 
     def __init__(
         self, reading, task, speed: float = 1.0, max_speed: float = 1.5, rate_hz: float = 30.0
     ):
-        import threading
-
-        import rclpy
         from geometry_msgs.msg import TwistStamped
-        from rclpy.context import Context
 
+        from robot_rl.ros.background_node import BackgroundNode
         from robot_rl.ros.qos import teleop_qos
         from robot_rl.ros.teleop import TWIST_TOPIC
 
         self._reading, self.task, self.max_speed = reading, task, max_speed
         self.expert = CarLapExpert(task, demo_speed=speed)
-        self._context = Context()
-        rclpy.init(context=self._context, args=[])
-        self._node = rclpy.create_node("simulated_lap_driver", context=self._context)
+        self._ros = BackgroundNode("simulated_lap_driver", [])
+        self._node, self._msg_type = self._ros.node, TwistStamped
         self._pub = self._node.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
-        self._msg_type, self._period = TwistStamped, 1.0 / rate_hz
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lap-driver", daemon=True)
-        self._thread.start()
+        self._node.create_timer(1.0 / rate_hz, self._publish)
 
     def deflections(self, reading) -> tuple[float, float]:
         action = self.expert.act(reading)
@@ -131,22 +124,18 @@ class TeleopLapDriver:
         speed = task.min_speed + (action[0] + 1) / 2 * (task.max_speed - task.min_speed)
         return float(np.clip(speed / self.max_speed, -1, 1)), float(action[1])
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._period):
-            reading = self._reading()
-            if reading is None:
-                continue
-            speed, steering = self.deflections(reading)
-            msg = self._msg_type()
-            msg.header.stamp = self._node.get_clock().now().to_msg()
-            msg.twist.linear.x, msg.twist.angular.z = speed, steering
-            self._pub.publish(msg)
+    def _publish(self) -> None:
+        reading = self._reading()
+        if reading is None:
+            return
+        speed, steering = self.deflections(reading)
+        msg = self._msg_type()
+        msg.header.stamp = self._node.get_clock().now().to_msg()
+        msg.twist.linear.x, msg.twist.angular.z = speed, steering
+        self._pub.publish(msg)
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2.0)
-        self._node.destroy_node()
-        self._context.try_shutdown()
+        self._ros.close()
 
 
 def record_twin_lap(out, speedup: float = 2.0, drive: bool = True, **options):

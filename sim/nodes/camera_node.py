@@ -16,16 +16,14 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.clock import Clock, ClockType
-from rclpy.node import Node
 from rclpy.parameter import Parameter
-from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Float64MultiArray
 
-from robot_rl.ros.convert import array_to_image, camera_info, diagnostic_array
 from robot_rl.ros.node_base import Param, declare_params, main_for, positive
-from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
+from robot_rl.ros.qos import state_qos
+from robot_rl.sim.cells.state_camera import RenderingNode
 from robot_rl.sim.nodes.twin_driver import SIM_STATE_TOPIC
 
 
@@ -42,15 +40,11 @@ STALE_AFTER = 2.0
 """Wall seconds without a frame before the diagnostics warn."""
 
 
-def _wall() -> float:
-    return time.monotonic()
-
-
 def _positive_int(name: str, default: int, description: str) -> Param:
     return Param(name, default, description, lambda v: v > 0, "must be a positive integer")
 
 
-class CameraTwinNode(Node):
+class CameraTwinNode(RenderingNode):
     def __init__(self, **kwargs):
         super().__init__(
             "camera_twin", parameter_overrides=[Parameter("use_sim_time", value=True)], **kwargs
@@ -66,30 +60,14 @@ class CameraTwinNode(Node):
                 Param("frame_id", "", "frame of the images (default: the camera name)"),
             ],
         )
-        import mujoco
-
-        self._mujoco = mujoco
-        self.model = twin_model(p["task"])
-        cameras = [self.model.camera(i).name for i in range(self.model.ncam)]
-        if p["camera"] not in cameras:
-            from robot_rl.ros.node_base import ParameterError
-
-            raise ParameterError(
-                f"{self.get_fully_qualified_name()}: camera {p['camera']!r} "
-                f"is not in the {p['task']} model; it has {cameras}"
-            )
-        self.data = mujoco.MjData(self.model)
-        self._renderer = mujoco.Renderer(self.model, p["height"], p["width"])
-        self._fovy = float(self.model.cam_fovy[self.model.camera(p["camera"]).id])
-        self._frame = p["frame_id"] or p["camera"]
+        missing = f"is not in the {p['task']} model"
+        model = twin_model(p["task"])
+        self._open_camera(model, p["camera"], p["width"], p["height"], p["frame_id"], missing)
         self._period = 1.0 / p["rate"]
         self._next_frame = -np.inf
         self._sizes = (self.model.nq, 3 * self.model.nmocap, 4 * self.model.nmocap)
         self._warned = False
-        self._frames, self._last_frame_wall, self._last_stamp = 0, None, None
-        self._image_pub = self.create_publisher(Image, "image_raw", sensor_qos())
-        self._info_pub = self.create_publisher(CameraInfo, "camera_info", sensor_qos())
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self._last_frame_wall, self._last_stamp = None, None
         self.create_subscription(Float64MultiArray, SIM_STATE_TOPIC, self._on_state, state_qos())
         # wall clock: diagnostics go out even while simulated time stands still
         self._diag_timer = self.create_timer(
@@ -97,11 +75,11 @@ class CameraTwinNode(Node):
         )
 
     def _on_state(self, msg: Float64MultiArray) -> None:
-        time = msg.data[0]
-        if time < self._next_frame:
+        stamp = msg.data[0]
+        if stamp < self._next_frame:
             return
         # frames are due every period; after a pause (or a reset's jump) start afresh
-        self._next_frame = max(self._next_frame + self._period, time - self._period)
+        self._next_frame = max(self._next_frame + self._period, stamp - self._period)
         state = np.frombuffer(msg.data, np.float64)[1:]
         nq, npos, nquat = self._sizes
         if len(state) != nq + npos + nquat:
@@ -117,18 +95,12 @@ class CameraTwinNode(Node):
         d.qpos[:] = state[:nq]
         d.mocap_pos[:] = state[nq : nq + npos].reshape(-1, 3)
         d.mocap_quat[:] = state[nq + npos :].reshape(-1, 4)
-        self._mujoco.mj_forward(self.model, d)
-        self._renderer.update_scene(d, camera=self.params["camera"])
-        pixels = self._renderer.render()
-        self._image_pub.publish(array_to_image(pixels, "rgb8", time, self._frame))
-        p = self.params
-        self._info_pub.publish(camera_info(p["width"], p["height"], self._fovy, time, self._frame))
-        self._frames += 1
-        self._last_frame_wall, self._last_stamp = _wall(), time
+        self._publish_frame(stamp)
+        self._last_frame_wall, self._last_stamp = time.monotonic(), stamp
 
     def _publish_diagnostics(self) -> None:
         p = self.params
-        age = None if self._last_frame_wall is None else _wall() - self._last_frame_wall
+        age = None if self._last_frame_wall is None else time.monotonic() - self._last_frame_wall
         if self._warned:
             level, message = DiagnosticStatus.ERROR, "/sim/state is of another model"
         elif age is None:
@@ -137,23 +109,10 @@ class CameraTwinNode(Node):
             level, message = DiagnosticStatus.WARN, f"no frame for {age:.1f} s"
         else:
             level, message = DiagnosticStatus.OK, "publishing frames"
-        values = {
-            "camera": p["camera"],
-            "frames": str(self._frames),
-            "size": f"{p['width']}x{p['height']}",
-            "rate": str(p["rate"]),
-            "last_stamp": "" if self._last_stamp is None else f"{self._last_stamp:.3f}",
-        }
+        last = "" if self._last_stamp is None else f"{self._last_stamp:.3f}"
         stamp = self._last_stamp if self._last_stamp is not None else 0.0
-        self._diag_pub.publish(
-            diagnostic_array(
-                self, level, message, f"mujoco-twin/{p['task']}/{p['camera']}", values, stamp
-            )
-        )
-
-    def destroy_node(self) -> None:
-        self._renderer.close()
-        super().destroy_node()
+        hardware = f"mujoco-twin/{p['task']}/{p['camera']}"
+        self._publish_status(level, message, hardware, p["rate"], stamp, last_stamp=last)
 
 
 main = main_for(CameraTwinNode)
