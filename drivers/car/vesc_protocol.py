@@ -25,7 +25,6 @@ COMM_SET_CURRENT = 6
 COMM_SET_CURRENT_BRAKE = 7
 COMM_SET_RPM = 8
 COMM_SET_SERVO_POS = 12
-COMM_ALIVE = 30
 COMM_GET_IMU_DATA = 65
 
 MAX_PAYLOAD = 512
@@ -68,7 +67,6 @@ class PacketReader:
         self._buffer = bytearray()
         self.crc_errors = 0
         self.skipped_bytes = 0
-        self.packets = 0
 
     def feed(self, data: bytes) -> list[bytes]:
         self._buffer += data
@@ -97,7 +95,6 @@ class PacketReader:
                 buf.pop(0)
                 continue
             del buf[:total]
-            self.packets += 1
             payloads.append(payload)
         return payloads
 
@@ -109,10 +106,6 @@ def set_duty(duty: float) -> bytes:
 
 def set_rpm(erpm: float) -> bytes:
     return struct.pack(">Bi", COMM_SET_RPM, round(erpm))
-
-
-def set_current(amps: float) -> bytes:
-    return struct.pack(">Bi", COMM_SET_CURRENT, round(amps * 1000))
 
 
 def set_current_brake(amps: float) -> bytes:
