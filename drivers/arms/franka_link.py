@@ -67,9 +67,6 @@ class _Reset:
     reference: tuple = ()
     last: float = 0.0
 
-    def finish(self, ok: bool, message: str) -> None:
-        self.finished(ok, message)
-
 
 class FrankaLink:
     """See the module docstring. ``config`` is the node's ``FrankaConfig``."""
@@ -227,7 +224,7 @@ class FrankaLink:
             previous, self._reset_request = self._reset_request, request
             self._target = None
         if previous is not None:
-            previous.finish(False, "superseded by a new reset")
+            previous.finished(False, "superseded by a new reset")
         self._wake.set()
 
     def enable(self, enabled: bool, timeout: float = 2.0) -> None:
@@ -287,7 +284,7 @@ class FrankaLink:
             reset, self._reset_request = self._reset_request, None
             clear, self._clear_request = self._clear_request, None
         if reset is not None:
-            reset.finish(False, f"reset failed: {reason}")
+            reset.finished(False, f"reset failed: {reason}")
         if clear is not None:
             self._clear_result = f"recovery failed: {reason}"
             clear.set()
@@ -344,7 +341,7 @@ class FrankaLink:
     def _fail_reset(self, reason: str) -> None:
         request, self._reset = self._reset, None
         if request is not None:
-            request.finish(False, f"reset failed: {reason}")
+            request.finished(False, f"reset failed: {reason}")
 
     def _serve(self, robot, reading: ArmState) -> None:
         with self._lock:
@@ -475,7 +472,7 @@ class FrankaLink:
     def _start_reset(self, robot, reading: ArmState, request: _Reset, blocked: bool) -> None:
         self._fail_reset("superseded by a new reset")
         if blocked:
-            request.finish(
+            request.finished(
                 False,
                 "e-stop engaged"
                 if self.estopped
@@ -516,4 +513,4 @@ class FrankaLink:
             return
         self._reset = None
         self.mode = HOLDING
-        request.finish(ok, message)
+        request.finished(ok, message)

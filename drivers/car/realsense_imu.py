@@ -63,8 +63,7 @@ class RealSenseImuConfig:
 class MotionStream:
     """The motion sensor of one device, started with a gyro and an accel profile; calls
     ``on_sample(gyro, accel, stamp)`` (body frame) from librealsense's thread for each gyro
-    sample, with the accelerometer sample of largest horizontal magnitude since the previous
-    call (the newest if none came), so that no impact falls between two messages."""
+    sample, with the accelerometer sample the module docstring says."""
 
     def __init__(
         self,

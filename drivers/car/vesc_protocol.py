@@ -15,6 +15,7 @@ bad CRC, a truncated packet or line noise is ours to count and skip (``PacketRea
 
 from __future__ import annotations
 
+import binascii
 import math
 import struct
 from dataclasses import dataclass
@@ -38,14 +39,9 @@ STANDARD_GRAVITY = 9.80665
 
 
 def crc16(data: bytes) -> int:
-    """CRC16-XMODEM: polynomial 0x1021, initial value 0, no reflection, no final xor."""
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-        crc &= 0xFFFF
-    return crc
+    """CRC16-XMODEM: polynomial 0x1021, initial value 0, no reflection, no final xor (the
+    standard library's CRC-CCITT with initial value 0)."""
+    return binascii.crc_hqx(data, 0)
 
 
 def frame(payload: bytes) -> bytes:

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import TwistStamped
 from sensor_msgs.msg import Joy
+from std_msgs.msg import Header
 
 from robot_rl.drivers.config import non_negative, one_of, param, positive
 from robot_rl.drivers.teleop.teleop_mapping import RELEASED, TeleopFrame, TeleopMapper
@@ -293,15 +294,11 @@ class TeleopNode(DeviceNode):
 
     # -- output -------------------------------------------------------------------------------
     def _publish(self, frame: TeleopFrame) -> None:
-        stamp = self.get_clock().now().to_msg()
-        twist = TwistStamped()
-        twist.header.stamp, twist.header.frame_id = stamp, self.config.frame_id
+        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=self.config.frame_id)
+        twist = TwistStamped(header=header)
         t = twist.twist
         (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z) = frame.twist
-        joy = Joy()
-        joy.header.stamp, joy.header.frame_id = stamp, self.config.frame_id
-        joy.axes = [float(v) for v in frame.twist]
-        joy.buttons = list(frame.buttons)
+        joy = Joy(header=header, axes=[float(v) for v in frame.twist], buttons=list(frame.buttons))
         self._twist_pub.publish(twist)
         self._joy_pub.publish(joy)
         self._last_frame = frame
