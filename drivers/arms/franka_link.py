@@ -24,6 +24,7 @@ end it with libfranka's stop; the next command after either starts a fresh one.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -247,7 +248,8 @@ class FrankaLink:
             try:
                 self._step()
             except Exception as error:  # a bug must not silently end the robot's thread
-                self._report(f"franka-link: {first_line(error)}")
+                with contextlib.suppress(Exception):  # logging fails while shutting down
+                    self._log("error", f"franka-link: {first_line(error)}")
             next_cycle += period
             now = time.monotonic()
             if next_cycle < now:
@@ -288,12 +290,6 @@ class FrankaLink:
         if clear is not None:
             self._clear_result = f"recovery failed: {reason}"
             clear.set()
-
-    def _report(self, message: str) -> None:
-        try:
-            self._log("error", message)
-        except Exception:  # logging itself failed (shutting down): nothing else to tell
-            return
 
     def _reconnect(self) -> None:
         if time.monotonic() < self._next_reconnect:

@@ -78,11 +78,7 @@ class OpenCVCameraConfig(CameraConfig):
 
 
 def _video_devices() -> list[str]:
-    def number(path: str) -> int:
-        digits = re.sub(r"\D", "", path)
-        return int(digits) if digits else -1
-
-    return sorted(glob.glob("/dev/video*"), key=number)
+    return sorted(glob.glob("/dev/video*"), key=lambda path: int(re.sub(r"\D", "", path) or -1))
 
 
 @dataclass(frozen=True)

@@ -37,15 +37,6 @@ from robot_rl.drivers.cameras.image_pipeline import DeviceClock, Intrinsics
 from robot_rl.drivers.config import param, positive
 from robot_rl.ros.node_base import main_for
 
-# librealsense distortion model -> ROS distortion_model
-_DISTORTION = {
-    "none": "plumb_bob",
-    "brown_conrady": "plumb_bob",
-    "modified_brown_conrady": "plumb_bob",
-    "inverse_brown_conrady": "plumb_bob",
-    "kannala_brandt4": "equidistant",
-}
-
 
 @dataclass(frozen=True)
 class RealSenseConfig(CameraConfig):
@@ -72,9 +63,10 @@ class RealSenseConfig(CameraConfig):
 
 def _intrinsics(profile) -> Intrinsics:
     i = profile.as_video_stream_profile().get_intrinsics()
-    model = str(i.model).rsplit(".", 1)[-1]
-    ros_model = _DISTORTION.get(model, "plumb_bob")
-    count = 4 if ros_model == "equidistant" else 5
+    # librealsense's kannala_brandt4 is ROS's equidistant (4 coefficients); its other models
+    # (none and the Brown-Conrady variants) are plumb_bob (5)
+    fisheye = str(i.model).rsplit(".", 1)[-1] == "kannala_brandt4"
+    ros_model, count = ("equidistant", 4) if fisheye else ("plumb_bob", 5)
     return Intrinsics(
         i.width,
         i.height,
