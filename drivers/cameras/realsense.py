@@ -17,8 +17,7 @@ in ``<frame_id>_depth``).
 Stamps: librealsense stamps frames in one of three domains. ``global_time`` (the default on
 D400 cameras: the device clock corrected onto the host's) and ``system_time`` (the host's
 arrival time) are milliseconds since the epoch on the host's clock, so the stamp is the frame's
-timestamp as it is. ``hardware_clock`` counts from an arbitrary origin; it is mapped onto the
-host's clock by ``DeviceClock`` (device time plus a leaking minimum of arrival - device time).
+timestamp as it is. ``hardware_clock`` counts from an arbitrary origin: ``DeviceClock`` maps it.
 """
 
 from __future__ import annotations
