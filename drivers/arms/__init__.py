@@ -1,2 +1,1 @@
-"""Arm driver nodes: one node per file, each a config dataclass plus a node, registered by
-name."""
+"""Arm driver nodes, laid out as ``robot_rl.drivers`` says."""

@@ -24,6 +24,7 @@ end it with libfranka's stop; the next command after either starts a fresh one.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -66,9 +67,6 @@ class _Reset:
     deadline: float = 0.0
     reference: tuple = ()
     last: float = 0.0
-
-    def finish(self, ok: bool, message: str) -> None:
-        self.finished(ok, message)
 
 
 class FrankaLink:
@@ -227,7 +225,7 @@ class FrankaLink:
             previous, self._reset_request = self._reset_request, request
             self._target = None
         if previous is not None:
-            previous.finish(False, "superseded by a new reset")
+            previous.finished(False, "superseded by a new reset")
         self._wake.set()
 
     def enable(self, enabled: bool, timeout: float = 2.0) -> None:
@@ -250,7 +248,8 @@ class FrankaLink:
             try:
                 self._step()
             except Exception as error:  # a bug must not silently end the robot's thread
-                self._report(f"franka-link: {first_line(error)}")
+                with contextlib.suppress(Exception):  # logging fails while shutting down
+                    self._log("error", f"franka-link: {first_line(error)}")
             next_cycle += period
             now = time.monotonic()
             if next_cycle < now:
@@ -287,16 +286,10 @@ class FrankaLink:
             reset, self._reset_request = self._reset_request, None
             clear, self._clear_request = self._clear_request, None
         if reset is not None:
-            reset.finish(False, f"reset failed: {reason}")
+            reset.finished(False, f"reset failed: {reason}")
         if clear is not None:
             self._clear_result = f"recovery failed: {reason}"
             clear.set()
-
-    def _report(self, message: str) -> None:
-        try:
-            self._log("error", message)
-        except Exception:  # logging itself failed (shutting down): nothing else to tell
-            return
 
     def _reconnect(self) -> None:
         if time.monotonic() < self._next_reconnect:
@@ -344,7 +337,7 @@ class FrankaLink:
     def _fail_reset(self, reason: str) -> None:
         request, self._reset = self._reset, None
         if request is not None:
-            request.finish(False, f"reset failed: {reason}")
+            request.finished(False, f"reset failed: {reason}")
 
     def _serve(self, robot, reading: ArmState) -> None:
         with self._lock:
@@ -475,7 +468,7 @@ class FrankaLink:
     def _start_reset(self, robot, reading: ArmState, request: _Reset, blocked: bool) -> None:
         self._fail_reset("superseded by a new reset")
         if blocked:
-            request.finish(
+            request.finished(
                 False,
                 "e-stop engaged"
                 if self.estopped
@@ -516,4 +509,4 @@ class FrankaLink:
             return
         self._reset = None
         self.mode = HOLDING
-        request.finish(ok, message)
+        request.finished(ok, message)

@@ -1,2 +1,1 @@
-"""Camera driver nodes: one node per file, each a config dataclass plus a node, registered by
-name."""
+"""Camera driver nodes, laid out as ``robot_rl.drivers`` says."""

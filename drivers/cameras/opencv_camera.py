@@ -23,7 +23,7 @@ import glob
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from robot_rl.drivers.cameras.driver_node import (
@@ -78,11 +78,7 @@ class OpenCVCameraConfig(CameraConfig):
 
 
 def _video_devices() -> list[str]:
-    def number(path: str) -> int:
-        digits = re.sub(r"\D", "", path)
-        return int(digits) if digits else -1
-
-    return sorted(glob.glob("/dev/video*"), key=number)
+    return sorted(glob.glob("/dev/video*"), key=lambda path: int(re.sub(r"\D", "", path) or -1))
 
 
 @dataclass(frozen=True)
@@ -192,15 +188,8 @@ class OpenCVSource:
             )
         else:
             base = Intrinsics(width, height, fx, fy, cx, cy)
-        return Intrinsics(
-            base.width,
-            base.height,
-            base.fx,
-            base.fy,
-            base.cx,
-            base.cy,
-            "plumb_bob",
-            tuple(float(v) for v in c.distortion),
+        return replace(
+            base, distortion_model="plumb_bob", coefficients=tuple(float(v) for v in c.distortion)
         )
 
     def _grab(self) -> Frame | None:

@@ -17,8 +17,7 @@ in ``<frame_id>_depth``).
 Stamps: librealsense stamps frames in one of three domains. ``global_time`` (the default on
 D400 cameras: the device clock corrected onto the host's) and ``system_time`` (the host's
 arrival time) are milliseconds since the epoch on the host's clock, so the stamp is the frame's
-timestamp as it is. ``hardware_clock`` counts from an arbitrary origin; it is mapped onto the
-host's clock by ``DeviceClock`` (device time plus a leaking minimum of arrival - device time).
+timestamp as it is. ``hardware_clock`` counts from an arbitrary origin: ``DeviceClock`` maps it.
 """
 
 from __future__ import annotations
@@ -36,15 +35,6 @@ from robot_rl.drivers.cameras.driver_node import (
 from robot_rl.drivers.cameras.image_pipeline import DeviceClock, Intrinsics
 from robot_rl.drivers.config import param, positive
 from robot_rl.ros.node_base import main_for
-
-# librealsense distortion model -> ROS distortion_model
-_DISTORTION = {
-    "none": "plumb_bob",
-    "brown_conrady": "plumb_bob",
-    "modified_brown_conrady": "plumb_bob",
-    "inverse_brown_conrady": "plumb_bob",
-    "kannala_brandt4": "equidistant",
-}
 
 
 @dataclass(frozen=True)
@@ -72,9 +62,10 @@ class RealSenseConfig(CameraConfig):
 
 def _intrinsics(profile) -> Intrinsics:
     i = profile.as_video_stream_profile().get_intrinsics()
-    model = str(i.model).rsplit(".", 1)[-1]
-    ros_model = _DISTORTION.get(model, "plumb_bob")
-    count = 4 if ros_model == "equidistant" else 5
+    # librealsense's kannala_brandt4 is ROS's equidistant (4 coefficients); its other models
+    # (none and the Brown-Conrady variants) are plumb_bob (5)
+    fisheye = str(i.model).rsplit(".", 1)[-1] == "kannala_brandt4"
+    ros_model, count = ("equidistant", 4) if fisheye else ("plumb_bob", 5)
     return Intrinsics(
         i.width,
         i.height,
@@ -100,6 +91,35 @@ def connected_devices() -> list:
     return list(rs.context().query_devices())
 
 
+def find_device(devices: list, wanted: str, missing=SourceMissing, ambiguous=ValueError):
+    """The device with serial ``wanted`` (empty: the only one) among ``devices``; raises
+    ``missing`` when it is not connected and ``ambiguous`` when several are and none is named."""
+    serials = [_serial(d) for d in devices]
+    if wanted and wanted not in serials:
+        raise missing(
+            f"no RealSense with serial {wanted} is connected "
+            f"(connected: {', '.join(serials) or 'none'})"
+        )
+    if not devices:
+        raise missing("no RealSense camera is connected")
+    if not wanted and len(devices) > 1:
+        raise ambiguous(
+            f"{len(devices)} RealSense cameras are connected "
+            f"({', '.join(serials)}); set the serial parameter"
+        )
+    return devices[serials.index(wanted)] if wanted else devices[0]
+
+
+def host_stamp(frame, clock: DeviceClock, arrival: float) -> float:
+    """A librealsense frame's stamp on the host's clock (s; the module docstring says how)."""
+    import pyrealsense2 as rs
+
+    stamp_s = frame.get_timestamp() / 1000.0
+    if frame.get_frame_timestamp_domain() == rs.timestamp_domain.hardware_clock:
+        return clock.to_host(stamp_s, arrival)
+    return stamp_s  # global_time and system_time are on the host's clock already
+
+
 class RealSenseSource:
     def __init__(self, config: RealSenseConfig, devices: Callable[[], Sequence]):
         self.config = config
@@ -112,30 +132,10 @@ class RealSenseSource:
         self._intrinsics: dict[str, Intrinsics] = {}
         self._clocks: dict[str, DeviceClock] = {}
 
-    def _find(self):
-        devices = list(self._devices())
-        serials = [_serial(d) for d in devices]
-        wanted = self.config.serial
-        if wanted:
-            if wanted not in serials:
-                raise SourceMissing(
-                    f"no RealSense with serial {wanted} is connected "
-                    f"(connected: {', '.join(serials) or 'none'})"
-                )
-            return devices[serials.index(wanted)]
-        if not devices:
-            raise SourceMissing("no RealSense camera is connected")
-        if len(devices) > 1:
-            raise ValueError(
-                f"{len(devices)} RealSense cameras are connected "
-                f"({', '.join(serials)}); set the serial parameter"
-            )
-        return devices[0]
-
     def open(self) -> None:
         import pyrealsense2 as rs
 
-        device = self._find()
+        device = find_device(list(self._devices()), self.config.serial)
         serial = _serial(device)
         self.description = f"realsense/{serial}"
         c = self.config
@@ -187,13 +187,8 @@ class RealSenseSource:
 
     def _frame(self, stream: str, frame, encoding: str, arrival: float) -> Frame:
         import numpy as np
-        import pyrealsense2 as rs
 
-        stamp_ms = frame.get_timestamp()
-        if frame.get_frame_timestamp_domain() == rs.timestamp_domain.hardware_clock:
-            stamp = self._clocks[stream].to_host(stamp_ms / 1000.0, arrival)
-        else:  # global_time and system_time are on the host's clock already
-            stamp = stamp_ms / 1000.0
+        stamp = host_stamp(frame, self._clocks[stream], arrival)
         pixels = np.asanyarray(frame.get_data())
         if stream == "depth":
             units_mm = frame.as_depth_frame().get_units() * 1000.0

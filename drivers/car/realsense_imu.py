@@ -30,6 +30,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from sensor_msgs.msg import Imu
 
 from robot_rl.drivers.cameras.image_pipeline import DeviceClock
+from robot_rl.drivers.cameras.realsense import connected_devices, find_device, host_stamp
 from robot_rl.drivers.config import param, positive
 from robot_rl.ros.convert import diagnostic_array, imu_msg
 from robot_rl.ros.node_base import DeviceNode, declare_config, main_for
@@ -59,17 +60,10 @@ class RealSenseImuConfig:
     diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
 
 
-def connected_devices() -> list:
-    import pyrealsense2 as rs
-
-    return list(rs.context().query_devices())
-
-
 class MotionStream:
     """The motion sensor of one device, started with a gyro and an accel profile; calls
     ``on_sample(gyro, accel, stamp)`` (body frame) from librealsense's thread for each gyro
-    sample, with the accelerometer sample of largest horizontal magnitude since the previous
-    call (the newest if none came), so that no impact falls between two messages."""
+    sample, with the accelerometer sample the module docstring says."""
 
     def __init__(
         self,
@@ -94,22 +88,7 @@ class MotionStream:
     def open(self) -> None:
         import pyrealsense2 as rs
 
-        devices = list(self._devices())
-        serials = [d.get_info(rs.camera_info.serial_number) for d in devices]
-        wanted = self.config.serial
-        if wanted and wanted not in serials:
-            raise RuntimeError(
-                f"no RealSense with serial {wanted} is connected (connected: "
-                f"{', '.join(serials) or 'none'})"
-            )
-        if not devices:
-            raise RuntimeError("no RealSense camera is connected")
-        if not wanted and len(devices) > 1:
-            raise RuntimeError(
-                f"{len(devices)} RealSense cameras are connected "
-                f"({', '.join(serials)}); set the serial parameter"
-            )
-        device = devices[serials.index(wanted)] if wanted else devices[0]
+        device = find_device(list(self._devices()), self.config.serial, RuntimeError, RuntimeError)
         self.serial = device.get_info(rs.camera_info.serial_number)
         c = self.config
         for sensor in device.query_sensors():
@@ -148,11 +127,7 @@ class MotionStream:
                     self._accel_peak = body
                 self.accel_samples += 1
             return
-        stamp_ms = frame.get_timestamp()
-        if frame.get_frame_timestamp_domain() == rs.timestamp_domain.hardware_clock:
-            stamp = self._clock.to_host(stamp_ms / 1000.0, arrival)
-        else:
-            stamp = stamp_ms / 1000.0
+        stamp = host_stamp(frame, self._clock, arrival)
         with self._lock:
             accel = self._accel if self._accel_peak is None else self._accel_peak
             self._accel_peak = None

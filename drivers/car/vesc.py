@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -174,18 +174,8 @@ class VescDriver(DeviceNode):
         if not self._ros_ready:
             self._make_ros_interfaces()
         c = self.config
-        settings = LinkSettings(
-            c.port,
-            c.baud,
-            c.mode,
-            c.servo_centre,
-            c.telemetry_hz,
-            c.watchdog_timeout,
-            c.silent_timeout,
-            c.reconnect_period,
-            c.imu,
-            c.brake_current,
-        )
+        # the link's settings are the config's fields of the same names
+        settings = LinkSettings(**{f.name: getattr(c, f.name) for f in fields(LinkSettings)})
         link = VescLink(settings, self._on_values, self._on_imu if c.imu else None, self.log)
         link.connect()  # raises ConnectError with one line
         self.link = link

@@ -15,6 +15,7 @@ bad CRC, a truncated packet or line noise is ours to count and skip (``PacketRea
 
 from __future__ import annotations
 
+import binascii
 import math
 import struct
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ COMM_SET_CURRENT = 6
 COMM_SET_CURRENT_BRAKE = 7
 COMM_SET_RPM = 8
 COMM_SET_SERVO_POS = 12
-COMM_ALIVE = 30
 COMM_GET_IMU_DATA = 65
 
 MAX_PAYLOAD = 512
@@ -39,14 +39,9 @@ STANDARD_GRAVITY = 9.80665
 
 
 def crc16(data: bytes) -> int:
-    """CRC16-XMODEM: polynomial 0x1021, initial value 0, no reflection, no final xor."""
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-        crc &= 0xFFFF
-    return crc
+    """CRC16-XMODEM: polynomial 0x1021, initial value 0, no reflection, no final xor (the
+    standard library's CRC-CCITT with initial value 0)."""
+    return binascii.crc_hqx(data, 0)
 
 
 def frame(payload: bytes) -> bytes:
@@ -68,7 +63,6 @@ class PacketReader:
         self._buffer = bytearray()
         self.crc_errors = 0
         self.skipped_bytes = 0
-        self.packets = 0
 
     def feed(self, data: bytes) -> list[bytes]:
         self._buffer += data
@@ -97,7 +91,6 @@ class PacketReader:
                 buf.pop(0)
                 continue
             del buf[:total]
-            self.packets += 1
             payloads.append(payload)
         return payloads
 
@@ -109,10 +102,6 @@ def set_duty(duty: float) -> bytes:
 
 def set_rpm(erpm: float) -> bytes:
     return struct.pack(">Bi", COMM_SET_RPM, round(erpm))
-
-
-def set_current(amps: float) -> bytes:
-    return struct.pack(">Bi", COMM_SET_CURRENT, round(amps * 1000))
 
 
 def set_current_brake(amps: float) -> bytes:
@@ -134,8 +123,8 @@ def get_imu_data(mask: int = IMU_MASK) -> bytes:
 
 def decode_command(payload: bytes) -> tuple[int, float | None]:
     """(command id, value) of a host command: duty (-1..1), ERPM, amps (current or brake
-    current) or servo position
-    (0..1); None for a request without a value. Raises ValueError on a short payload."""
+    current) or servo position (0..1); None for a request without a value. Raises ValueError on
+    a short payload."""
     cid = payload[0]
     try:
         if cid == COMM_SET_DUTY:

@@ -1,2 +1,1 @@
-"""Teleop driver nodes: one node per file, each a config dataclass plus a node, registered by
-name."""
+"""Teleop driver nodes, laid out as ``robot_rl.drivers`` says."""

@@ -52,7 +52,6 @@ from robot_rl.drivers.teleop.teleop_mapping import (
     parse_axis,
 )
 from robot_rl.drivers.teleop.teleop_node import (
-    OPERATOR_BUTTONS,
     DeviceMissing,
     TeleopConfig,
     TeleopNode,
@@ -279,26 +278,19 @@ def gamepad_mapper(config: GamepadConfig) -> tuple[TeleopMapper, list[int]]:
         config.twist_axes,
         lambda specs: [parse_axis(spec, axis_key) for spec in specs],
     )
-    buttons = {
-        name: checked(name, getattr(config, name), _button)
-        for name in ("intervene_button", "close_button", "open_button", *OPERATOR_BUTTONS)
-    }
-    return config_mapper(config, axes, buttons), triggers
+    return config_mapper(config, axes, _button), triggers
 
 
 class GamepadNode(TeleopNode):
+    node_name = "gamepad"
     config_class = GamepadConfig
     device_label = "gamepad"
-
-    def __init__(self, opener=None, **kwargs):
-        super().__init__("gamepad", opener, **kwargs)
 
     def build_mapper(self, config: GamepadConfig) -> TeleopMapper:
         mapper, self._triggers = gamepad_mapper(config)
         return mapper
 
-    def open_default(self, config: GamepadConfig) -> EvdevFile:
-        return open_gamepad(config)
+    open_default = staticmethod(open_gamepad)
 
     def new_parser(self, device: EvdevFile) -> None:
         axes, keys = device.snapshot()
@@ -318,9 +310,7 @@ class GamepadNode(TeleopNode):
         )
 
     def parser_counters(self) -> dict[str, str]:
-        parser = getattr(self, "parser", None)
-        if parser is None:
-            return {}
+        parser = self.parser
         return {"events": str(parser.events), "dropped_frames": str(parser.dropped_frames)}
 
 

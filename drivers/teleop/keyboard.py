@@ -21,6 +21,7 @@ staleness bound.
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import sys
@@ -189,14 +190,13 @@ class KeyboardConfig:
     frame_id: str = param("base", "frame of the twist: 'base' or 'tool'", one_of("base", "tool"))
 
 
+@functools.cache
 def _node_class():
     """The node class, built on first use so that importing this module needs no ROS 2."""
-    global _NODE_CLASS
-    if _NODE_CLASS is not None:
-        return _NODE_CLASS
     from geometry_msgs.msg import TwistStamped
     from rclpy.node import Node
     from sensor_msgs.msg import Joy
+    from std_msgs.msg import Header
 
     from robot_rl.ros.node_base import declare_config
     from robot_rl.ros.qos import teleop_qos
@@ -213,20 +213,13 @@ def _node_class():
 
         def publish(self, out: TeleopOutput) -> None:
             stamp = self.get_clock().now().to_msg()
-            twist = TwistStamped()
-            twist.header.stamp, twist.header.frame_id = stamp, self.config.frame_id
+            twist = TwistStamped(header=Header(stamp=stamp, frame_id=self.config.frame_id))
             twist.twist.linear.x, twist.twist.linear.y, twist.twist.linear.z = out.linear
-            joy = Joy()
-            joy.header.stamp = stamp
-            joy.buttons = list(out.buttons)
+            joy = Joy(header=Header(stamp=stamp), buttons=list(out.buttons))
             self._twist_pub.publish(twist)
             self._joy_pub.publish(joy)
 
-    _NODE_CLASS = KeyboardTeleopNode
-    return _NODE_CLASS
-
-
-_NODE_CLASS = None
+    return KeyboardTeleopNode
 
 
 def __getattr__(name: str):

@@ -42,7 +42,6 @@ from robot_rl.drivers.teleop.hid_spacemouse import (
 )
 from robot_rl.drivers.teleop.teleop_mapping import TeleopFrame, TeleopMapper, parse_axis
 from robot_rl.drivers.teleop.teleop_node import (
-    OPERATOR_BUTTONS,
     DeviceMissing,
     TeleopConfig,
     TeleopNode,
@@ -196,23 +195,16 @@ def spacemouse_mapper(config: SpaceMouseConfig) -> TeleopMapper:
         config.twist_axes,
         lambda specs: [parse_axis(spec, _axis) for spec in specs],
     )
-    names = ("intervene_button", "close_button", "open_button", *OPERATOR_BUTTONS)
-    buttons = {name: _button(getattr(config, name)) for name in names}
-    return config_mapper(config, axes, buttons)
+    return config_mapper(config, axes, _button)
 
 
 class SpaceMouseNode(TeleopNode):
+    node_name = "spacemouse"
     config_class = SpaceMouseConfig
     device_label = "SpaceMouse"
 
-    def __init__(self, opener=None, **kwargs):
-        super().__init__("spacemouse", opener, **kwargs)
-
-    def build_mapper(self, config: SpaceMouseConfig) -> TeleopMapper:
-        return spacemouse_mapper(config)
-
-    def open_default(self, config: SpaceMouseConfig) -> HidSpaceMouse:
-        return open_spacemouse(config)
+    build_mapper = staticmethod(spacemouse_mapper)
+    open_default = staticmethod(open_spacemouse)
 
     def new_parser(self, device) -> None:
         self.parser = SpaceMouseReports()
@@ -225,9 +217,7 @@ class SpaceMouseNode(TeleopNode):
         return self.mapper.frame(state.normalised(self.config.full_scale), state.buttons)
 
     def parser_counters(self) -> dict[str, str]:
-        parser = getattr(self, "parser", None)
-        if parser is None:
-            return {}
+        parser = self.parser
         return {
             "reports": str(parser.reports),
             "malformed": str(parser.malformed),

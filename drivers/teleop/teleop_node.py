@@ -25,12 +25,14 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import TwistStamped
 from sensor_msgs.msg import Joy
+from std_msgs.msg import Header
 
 from robot_rl.drivers.config import non_negative, one_of, param, positive
 from robot_rl.drivers.teleop.teleop_mapping import RELEASED, TeleopFrame, TeleopMapper
+from robot_rl.ros.convert import diagnostic_array
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, teleop_qos
 from robot_rl.ros.teleop import JOY_TOPIC, TWIST_TOPIC
@@ -50,6 +52,7 @@ def checked(name: str, value, convert: Callable[[Any], Any]):
 OPERATOR_BUTTONS = ("success_button", "reject_button")
 """The parameters of the operator's success and reject buttons (``/teleop/joy`` buttons 3 and
 4, ``robot_rl.ros.teleop_contract``), which every teleop device config has."""
+BUTTON_PARAMS = ("intervene_button", "close_button", "open_button", *OPERATOR_BUTTONS)
 
 
 def check_own_buttons(buttons: Mapping[str, Hashable | None], config) -> None:
@@ -66,9 +69,10 @@ def check_own_buttons(buttons: Mapping[str, Hashable | None], config) -> None:
                 )
 
 
-def config_mapper(config, axes, buttons: Mapping[str, Hashable | None]) -> TeleopMapper:
+def config_mapper(config, axes, button: Callable[[Any], Hashable | None]) -> TeleopMapper:
     """The ``TeleopMapper`` of a device config's scales and deadband, its parsed ``axes`` and
-    its ``buttons`` (parameter name -> device key; ``check_own_buttons`` first)."""
+    its ``BUTTON_PARAMS``, each turned into a device key (None: unset) by ``button``."""
+    buttons = {name: checked(name, getattr(config, name), button) for name in BUTTON_PARAMS}
     check_own_buttons(buttons, config)
     return TeleopMapper(
         axes,
@@ -129,14 +133,17 @@ class TeleopConfig:
 
 
 class TeleopNode(DeviceNode):
-    """Subclasses set ``config_class`` and implement ``build_mapper``, ``open_default`` and
-    ``new_parser``/``feed``/``current``."""
+    """Subclasses set ``node_name`` and ``config_class`` and implement ``build_mapper``,
+    ``open_default`` and ``new_parser``/``feed``/``current``/``parser_counters``."""
 
+    node_name = "teleop"
     config_class: type = TeleopConfig
     device_label = "teleop device"
+    parser = None
+    """What ``new_parser`` made of the device's state; None until the device is first open."""
 
-    def __init__(self, name: str, opener: Callable[[Any], ByteDevice] | None = None, **kwargs):
-        super().__init__(name, **kwargs)
+    def __init__(self, opener: Callable[[Any], ByteDevice] | None = None, **kwargs):
+        super().__init__(self.node_name, **kwargs)
         self.config = declare_config(self, self.config_class)
         try:
             self.mapper = self.build_mapper(self.config)
@@ -178,6 +185,7 @@ class TeleopNode(DeviceNode):
         raise NotImplementedError
 
     def parser_counters(self) -> dict[str, str]:
+        """The parser's counters for /diagnostics (called once there is a parser)."""
         return {}
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -286,15 +294,11 @@ class TeleopNode(DeviceNode):
 
     # -- output -------------------------------------------------------------------------------
     def _publish(self, frame: TeleopFrame) -> None:
-        stamp = self.get_clock().now().to_msg()
-        twist = TwistStamped()
-        twist.header.stamp, twist.header.frame_id = stamp, self.config.frame_id
+        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=self.config.frame_id)
+        twist = TwistStamped(header=header)
         t = twist.twist
         (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z) = frame.twist
-        joy = Joy()
-        joy.header.stamp, joy.header.frame_id = stamp, self.config.frame_id
-        joy.axes = [float(v) for v in frame.twist]
-        joy.buttons = list(frame.buttons)
+        joy = Joy(header=header, axes=[float(v) for v in frame.twist], buttons=list(frame.buttons))
         self._twist_pub.publish(twist)
         self._joy_pub.publish(joy)
         self._last_frame = frame
@@ -311,15 +315,9 @@ class TeleopNode(DeviceNode):
             "active": str(self.motion_enabled),
             "reconnects": str(self.reconnects),
             "intervene": str(bool(self._last_frame.buttons[0])),
-            **self.parser_counters(),
+            **(self.parser_counters() if self.parser is not None else {}),
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=self.get_fully_qualified_name(),
-            message=message,
-            hardware_id=self.device.description if self.device is not None else "",
-            values=[KeyValue(key=k, value=v) for k, v in values.items()],
-        )
-        array = DiagnosticArray(status=[status])
-        array.header.stamp = self.get_clock().now().to_msg()
+        hardware = self.device.description if self.device is not None else ""
+        array = diagnostic_array(self, level, message, hardware, values, 0.0)
+        array.header.stamp = self.get_clock().now().to_msg()  # on the node's clock
         self._diag_pub.publish(array)
