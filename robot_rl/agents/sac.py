@@ -11,7 +11,6 @@ pixels.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import gymnasium as gym
@@ -152,30 +151,24 @@ class SACAgent(struct.PyTreeNode):
                 config.target_entropy if config.target_entropy is not None else -arm_dim / 2
             ),
         )
-        adam = optax.adam if optimisers else lambda _lr: optax.identity()
+
+        def train_state(apply_fn, params, lr: float) -> TrainState:
+            tx = optax.adam(lr) if optimisers else optax.identity()
+            return TrainState.create(apply_fn=apply_fn, params=params, tx=tx)
+
         gripper_state, target_gripper = None, None
         if gripper is not None:
-            gripper_state = TrainState.create(
-                apply_fn=gripper.apply,
-                params=gripper.init(grip_key, features)["params"],
-                tx=adam(config.gripper_lr),
-            )
+            grip_params = gripper.init(grip_key, features)["params"]
+            gripper_state = train_state(gripper.apply, grip_params, config.gripper_lr)
             target_gripper = gripper_state.params
+        temperature_params = temperature.init(jax.random.PRNGKey(0))["params"]
         return cls(
-            actor=TrainState.create(
-                apply_fn=actor.apply,
-                params=actor.init(actor_key, features)["params"],
-                tx=adam(config.actor_lr),
+            actor=train_state(
+                actor.apply, actor.init(actor_key, features)["params"], config.actor_lr
             ),
-            critic=TrainState.create(
-                apply_fn=None, params=critic_params, tx=adam(config.critic_lr)
-            ),
+            critic=train_state(None, critic_params, config.critic_lr),
             target_critic_params=critic_params,
-            temperature=TrainState.create(
-                apply_fn=temperature.apply,
-                params=temperature.init(jax.random.PRNGKey(0))["params"],
-                tx=adam(config.temperature_lr),
-            ),
+            temperature=train_state(temperature.apply, temperature_params, config.temperature_lr),
             gripper=gripper_state,
             target_gripper_params=target_gripper,
             frozen_trunk=trunk_variables,
@@ -189,7 +182,7 @@ class SACAgent(struct.PyTreeNode):
     def _features(self, critic_params: Any, observations: dict) -> jax.Array:
         return self.nets.encoder.apply({"params": critic_params["encoder"]}, observations)
 
-    @functools.partial(jax.jit)
+    @jax.jit
     def embed_frames(self, images: jax.Array) -> jax.Array:
         """The frozen trunk's features of a uint8 [N, H, W, C] batch (for the embedding cache)."""
         if self.nets.frozen_trunk is None:
