@@ -11,6 +11,17 @@ import jax.numpy as jnp
 from robot_rl.agents.spec import STAY, Networks
 
 
+def with_frozen_features(nets: Networks, trunk_variables, observations: dict) -> dict:
+    """Replace pixels of frozen-trunk cameras by the trunk's features."""
+    if nets.frozen_trunk is None:
+        return observations
+    out = dict(observations)
+    for key in nets.image_keys:
+        if out[key].dtype == jnp.uint8:
+            out[key] = nets.frozen_trunk.apply(trunk_variables, out[key])
+    return out
+
+
 @functools.partial(jax.jit, static_argnames=("nets", "epsilon", "deterministic"))
 def act(
     nets: Networks,
@@ -20,13 +31,7 @@ def act(
     rng: jax.Array,
     deterministic: bool,
 ) -> tuple[jax.Array, jax.Array]:
-    if nets.frozen_trunk is not None:
-        observations = dict(observations)
-        for key in nets.image_keys:
-            if observations[key].dtype == jnp.uint8:
-                observations[key] = nets.frozen_trunk.apply(
-                    params["frozen_trunk"], observations[key]
-                )
+    observations = with_frozen_features(nets, params["frozen_trunk"], observations)
     features = nets.encoder.apply({"params": params["encoder"]}, observations)
     dist = nets.actor.apply({"params": params["actor"]}, features)
     rng, arm_rng, grip_rng, explore_rng = jax.random.split(rng, 4)

@@ -65,7 +65,6 @@ class ActingPolicy:
         self._params = acting_params(agent)
         self._rng = jax.random.PRNGKey(int(welcome["seed"]) + 7)
         self.version = -1
-        self.loaded = 0  # which of the transport's weight messages these parameters are
 
     def load(self, version: int, payload: bytes) -> None:
         # A new tree swapped in whole: a control loop calling this policy from another thread

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+from flax.traverse_util import flatten_dict, unflatten_dict
 
 from robot_rl.agents.config import AgentConfig
 from robot_rl.errors import UserError
@@ -43,30 +44,7 @@ def trunk_variable_shapes(trunk_name: str) -> dict[str, tuple[int, ...]]:
     trunk = make_trunk(trunk_name)
     probe = jnp.zeros((1, PROBE_IMAGE_SIDE, PROBE_IMAGE_SIDE, 3), jnp.uint8)
     shapes = jax.eval_shape(trunk.init, jax.random.PRNGKey(0), probe)
-    return {path: tuple(leaf.shape) for path, leaf in flatten_variables(shapes).items()}
-
-
-def flatten_variables(tree, prefix: str = "") -> dict:
-    """Nested dicts to ``{"a/b/c": leaf}``."""
-    flat = {}
-    for key, value in tree.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) or hasattr(value, "items"):
-            flat.update(flatten_variables(value, path + "/"))
-        else:
-            flat[path] = value
-    return flat
-
-
-def unflatten_variables(flat: dict) -> dict:
-    tree: dict = {}
-    for path, value in flat.items():
-        node = tree
-        *parents, leaf = path.split("/")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return tree
+    return {path: tuple(leaf.shape) for path, leaf in flatten_dict(shapes, sep="/").items()}
 
 
 def check_trunk_tensors(flat: dict, trunk_name: str, where: str) -> None:
@@ -95,7 +73,7 @@ def save_trunk_weights(
 
     flat = {
         k: np.ascontiguousarray(np.asarray(v, np.float32))
-        for k, v in flatten_variables(variables).items()
+        for k, v in flatten_dict(variables, sep="/").items()
     }
     check_trunk_tensors(flat, trunk_name, where)
     path = Path(path)
@@ -127,7 +105,7 @@ def load_trunk_weights(path: str | os.PathLike, trunk_name: str) -> dict:
 
         return load_resnet10_state_dict(flat if flat is not None else path)
     check_trunk_tensors(flat, trunk_name, str(path))
-    return unflatten_variables({k: np.asarray(v, np.float32) for k, v in flat.items()})
+    return unflatten_dict({k: np.asarray(v, np.float32) for k, v in flat.items()}, sep="/")
 
 
 def _read_safetensors(path: Path) -> dict:

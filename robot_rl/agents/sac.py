@@ -11,7 +11,6 @@ pixels.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +21,7 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from robot_rl.agents.acting import act
+from robot_rl.agents.acting import act, with_frozen_features
 from robot_rl.agents.augment import augment_observations
 from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.data_parallel import DataParallel
@@ -44,10 +43,6 @@ from robot_rl.agents.targets import (
 
 def _polyak(target: Any, online: Any, tau: float) -> Any:
     return jax.tree.map(lambda t, o: t * (1.0 - tau) + o * tau, target, online)
-
-
-def _sample_observation(space: gym.spaces.Dict) -> dict[str, np.ndarray]:
-    return {k: np.zeros((1, *s.shape), s.dtype) for k, s in space.spaces.items()}
 
 
 class SACAgent(struct.PyTreeNode):
@@ -99,7 +94,7 @@ class SACAgent(struct.PyTreeNode):
 
         rng = jax.random.PRNGKey(seed)
         rng, trunk_key, enc_key, ens_key, actor_key, grip_key = jax.random.split(rng, 6)
-        observations = _sample_observation(observation_space)
+        observations = {k: np.zeros((1, *s.shape), s.dtype) for k, s in observation_space.items()}
 
         frozen_trunk = None
         trunk_variables = None
@@ -156,30 +151,24 @@ class SACAgent(struct.PyTreeNode):
                 config.target_entropy if config.target_entropy is not None else -arm_dim / 2
             ),
         )
-        adam = optax.adam if optimisers else lambda _lr: optax.identity()
+
+        def train_state(apply_fn, params, lr: float) -> TrainState:
+            tx = optax.adam(lr) if optimisers else optax.identity()
+            return TrainState.create(apply_fn=apply_fn, params=params, tx=tx)
+
         gripper_state, target_gripper = None, None
         if gripper is not None:
-            gripper_state = TrainState.create(
-                apply_fn=gripper.apply,
-                params=gripper.init(grip_key, features)["params"],
-                tx=adam(config.gripper_lr),
-            )
+            grip_params = gripper.init(grip_key, features)["params"]
+            gripper_state = train_state(gripper.apply, grip_params, config.gripper_lr)
             target_gripper = gripper_state.params
+        temperature_params = temperature.init(jax.random.PRNGKey(0))["params"]
         return cls(
-            actor=TrainState.create(
-                apply_fn=actor.apply,
-                params=actor.init(actor_key, features)["params"],
-                tx=adam(config.actor_lr),
+            actor=train_state(
+                actor.apply, actor.init(actor_key, features)["params"], config.actor_lr
             ),
-            critic=TrainState.create(
-                apply_fn=None, params=critic_params, tx=adam(config.critic_lr)
-            ),
+            critic=train_state(None, critic_params, config.critic_lr),
             target_critic_params=critic_params,
-            temperature=TrainState.create(
-                apply_fn=temperature.apply,
-                params=temperature.init(jax.random.PRNGKey(0))["params"],
-                tx=adam(config.temperature_lr),
-            ),
+            temperature=train_state(temperature.apply, temperature_params, config.temperature_lr),
             gripper=gripper_state,
             target_gripper_params=target_gripper,
             frozen_trunk=trunk_variables,
@@ -193,17 +182,7 @@ class SACAgent(struct.PyTreeNode):
     def _features(self, critic_params: Any, observations: dict) -> jax.Array:
         return self.nets.encoder.apply({"params": critic_params["encoder"]}, observations)
 
-    def _with_frozen_features(self, observations: dict) -> dict:
-        """Replace pixels of frozen-trunk cameras by the trunk's features."""
-        if self.nets.frozen_trunk is None:
-            return observations
-        out = dict(observations)
-        for key in self.nets.image_keys:
-            if out[key].dtype == jnp.uint8:
-                out[key] = self.nets.frozen_trunk.apply(self.frozen_trunk, out[key])
-        return out
-
-    @functools.partial(jax.jit)
+    @jax.jit
     def embed_frames(self, images: jax.Array) -> jax.Array:
         """The frozen trunk's features of a uint8 [N, H, W, C] batch (for the embedding cache)."""
         if self.nets.frozen_trunk is None:
@@ -215,7 +194,7 @@ class SACAgent(struct.PyTreeNode):
             observations = augment_observations(
                 rng, observations, self.nets.image_keys, self.config.drq_pad
             )
-        return self._with_frozen_features(observations)
+        return with_frozen_features(self.nets, self.frozen_trunk, observations)
 
     # ------------------------------------------------------------------ updates
     def _update_critic(self, batch: dict, rng: jax.Array) -> tuple[SACAgent, dict]:
@@ -257,14 +236,10 @@ class SACAgent(struct.PyTreeNode):
             )
             return ((qs - target_q) ** 2).mean(), qs
 
-        grads, qs = jax.grad(loss_fn, has_aux=True)(self.critic.params)
+        (loss, qs), grads = jax.value_and_grad(loss_fn, has_aux=True)(self.critic.params)
         critic = self.critic.apply_gradients(grads=grads)
         target = _polyak(self.target_critic_params, critic.params, cfg.tau)
-        info = {
-            "losses/critic": ((qs - target_q) ** 2).mean(),
-            "values/q": qs.mean(),
-            "values/target_q": target_q.mean(),
-        }
+        info = {"losses/critic": loss, "values/q": qs.mean(), "values/target_q": target_q.mean()}
         return self.replace(critic=critic, target_critic_params=target), info
 
     def _update_actor(self, batch: dict, rng: jax.Array) -> tuple[SACAgent, dict]:
@@ -278,7 +253,7 @@ class SACAgent(struct.PyTreeNode):
             qs = nets.ensemble.apply({"params": self.critic.params["ensemble"]}, features, actions)
             return (temperature * log_probs - qs.mean(axis=0)).mean(), -log_probs.mean()
 
-        grads, entropy = jax.grad(actor_loss_fn, has_aux=True)(self.actor.params)
+        (loss, entropy), grads = jax.value_and_grad(actor_loss_fn, has_aux=True)(self.actor.params)
         actor = self.actor.apply_gradients(grads=grads)
 
         def temperature_loss_fn(params):
@@ -287,11 +262,7 @@ class SACAgent(struct.PyTreeNode):
 
         temp_grads = jax.grad(temperature_loss_fn)(self.temperature.params)
         temperature_state = self.temperature.apply_gradients(grads=temp_grads)
-        info = {
-            "losses/actor": actor_loss_fn(self.actor.params)[0],
-            "charts/entropy": entropy,
-            "charts/temperature": temperature,
-        }
+        info = {"losses/actor": loss, "charts/entropy": entropy, "charts/temperature": temperature}
         return self.replace(actor=actor, temperature=temperature_state), info
 
     def _update_gripper(self, batch: dict) -> tuple[SACAgent, dict]:
@@ -315,13 +286,10 @@ class SACAgent(struct.PyTreeNode):
             q_chosen = jnp.take_along_axis(q, chosen[:, None], axis=-1).squeeze(-1)
             return ((q_chosen - target) ** 2).mean(), q_chosen
 
-        grads, q_chosen = jax.grad(loss_fn, has_aux=True)(self.gripper.params)
+        (loss, q_chosen), grads = jax.value_and_grad(loss_fn, has_aux=True)(self.gripper.params)
         gripper = self.gripper.apply_gradients(grads=grads)
         target_params = _polyak(self.target_gripper_params, gripper.params, cfg.tau)
-        info = {
-            "losses/gripper": ((q_chosen - target) ** 2).mean(),
-            "values/gripper_q": q_chosen.mean(),
-        }
+        info = {"losses/gripper": loss, "values/gripper_q": q_chosen.mean()}
         return self.replace(gripper=gripper, target_gripper_params=target_params), info
 
     def _minibatch_step(self, batch: dict) -> tuple[SACAgent, dict]:
@@ -399,15 +367,11 @@ class SACAgent(struct.PyTreeNode):
             "frozen_trunk": self.frozen_trunk,
         }
 
-    def _batched(self, observations: dict) -> tuple[dict, bool]:
+    def _actions(self, observations: dict, deterministic: bool) -> tuple[np.ndarray, jax.Array]:
         key = (self.nets.state_keys or self.nets.image_keys)[0]
         single = np.ndim(observations[key]) == dict(self.nets.observation_ndims)[key]
         if single:
             observations = {k: np.asarray(v)[None] for k, v in observations.items()}
-        return observations, single
-
-    def _actions(self, observations: dict, deterministic: bool) -> tuple[np.ndarray, jax.Array]:
-        observations, single = self._batched(observations)
         actions, rng = act(
             self.nets,
             self.config.gripper_epsilon,

@@ -7,12 +7,8 @@ says so (``info["intervened"] = True``). The env below clips whatever it execute
 safety box, and its ``info["applied_action"]`` is what replay stores: for an intervened step that
 is the operator's action after clipping, never the policy's proposal.
 
-When is the operator active?
-  - ``mode="button"``: exactly while the hold-to-intervene button is held;
-  - ``mode="motion"``: while the button is held or any action entry exceeds ``deadband``, and for
-    ``hold_over_steps`` steps after that (a 6-DoF mouse passes through zero whenever the hand
-    changes direction; without the hold-over, control would flicker back to the policy).
-A command older than ``max_age_s`` counts as no command: a dead teleop link never steers.
+When the operator is active is ``InterventionConfig``'s to say (``mode``, ``deadband``,
+``hold_over_steps``, ``max_age_s``).
 
 Operator translations may be given in the tool frame (``frame="tool"``): they are rotated into the
 base frame, the policy's frame, with the reading's ``tcp_quat`` (w, x, y, z).
@@ -65,7 +61,9 @@ class InterventionConfig:
     deadband: float = 0.05
     """Largest |action entry| that still counts as the operator's hand at rest (motion mode)."""
     hold_over_steps: int = 3
-    """Control steps the operator stays in charge after the last motion (motion mode)."""
+    """Control steps the operator stays in charge after the last motion (motion mode): a 6-DoF
+    mouse passes through zero whenever the hand changes direction, and without the hold-over
+    control would flicker back to the policy."""
     frame: Literal["base", "tool"] = "base"
     """Frame of the operator's translation: 'tool' rotates it into the base frame."""
     translation_dims: tuple[int, int, int] = (0, 1, 2)

@@ -158,6 +158,14 @@ class GraspSpec:
         return bool(low <= float(reading["gripper_pos"][0]) <= high)
 
 
+def _pose_command(pos: np.ndarray, quat: np.ndarray, gripper: float) -> dict:
+    return {
+        "tcp_pos": np.asarray(pos, np.float64),
+        "tcp_quat": np.asarray(quat, np.float64),
+        "gripper": np.array([gripper], np.float64),
+    }
+
+
 def servo_to(
     backend: ArmBackend,
     pos: np.ndarray,
@@ -169,11 +177,7 @@ def servo_to(
     """Stream one target pose through ``send``/``advance`` until the TCP is within ``tolerance``
     (or ``max_periods`` pass): the backend's own step limits pace the motion, and a held object
     comes along, on the twin as on a robot."""
-    command = {
-        "tcp_pos": np.asarray(pos, np.float64),
-        "tcp_quat": np.asarray(quat, np.float64),
-        "gripper": np.array([gripper]),
-    }
+    command = _pose_command(pos, quat, gripper)
     reading = backend.read()
     for _ in range(max_periods):
         backend.send(command)
@@ -187,11 +191,7 @@ def servo_to(
 
 def hold_for(backend: ArmBackend, pos: np.ndarray, quat: np.ndarray, gripper: float, periods: int):
     """Hold a pose for ``periods`` control periods with a gripper command (fingers move)."""
-    command = {
-        "tcp_pos": np.asarray(pos, np.float64),
-        "tcp_quat": np.asarray(quat, np.float64),
-        "gripper": np.array([gripper], np.float64),
-    }
+    command = _pose_command(pos, quat, gripper)
     for _ in range(periods):
         backend.send(command)
         backend.advance()

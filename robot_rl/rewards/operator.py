@@ -185,11 +185,9 @@ class OperatorSuccess(RobotEnvWrapper):
     the operator is then the only source). A reject event outside a relabelling query means
     nothing and is dropped."""
 
-    def __init__(self, env: gym.Env, operator: OperatorInput, *, owns_operator: bool = True):
+    def __init__(self, env: gym.Env, operator: OperatorInput):
         super().__init__(env)
         self.operator = operator
-        self.owns_operator = owns_operator
-        self.successes = 0
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
@@ -200,7 +198,6 @@ class OperatorSuccess(RobotEnvWrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         said_success = SUCCESS in self.operator.poll()
         if said_success:
-            self.successes += 1
             reward, terminated, truncated = 1.0, True, False
             info = {**info, "success": True}
             logger.info("operator: success (%s)", self.operator.describe(SUCCESS))
@@ -210,8 +207,7 @@ class OperatorSuccess(RobotEnvWrapper):
         try:
             super().close()
         finally:
-            if self.owns_operator:
-                self.operator.close()
+            self.operator.close()
 
 
 class OperatorStartsEpisodes(gym.Wrapper):

@@ -33,15 +33,18 @@ class FitConfig:
             raise ValueError("learning_rate must be > 0 and drq_pad >= 0")
 
 
-def accuracy(classifier: RewardClassifier, labels: LabelSet, batch_size: int = 256) -> dict:
-    """Accuracy at the config's threshold, overall and per class (success / failure frames)."""
-    probs = np.concatenate(
+def _probabilities(classifier: RewardClassifier, labels: LabelSet, batch_size: int) -> np.ndarray:
+    return np.concatenate(
         [
             classifier.probability(labels.images[i : i + batch_size])
             for i in range(0, len(labels), batch_size)
         ]
     )
-    predicted = probs >= classifier.config.threshold
+
+
+def accuracy(classifier: RewardClassifier, labels: LabelSet, batch_size: int = 256) -> dict:
+    """Accuracy at the config's threshold, overall and per class (success / failure frames)."""
+    predicted = _probabilities(classifier, labels, batch_size) >= classifier.config.threshold
     truth = labels.labels.astype(bool)
     correct = predicted == truth
     return {
@@ -100,12 +103,7 @@ def choose_threshold(classifier: RewardClassifier, validation: LabelSet) -> floa
     since a false success ends an episode with a reward it did not earn). Balanced batches
     train the head as if half the frames were successes; this puts the cut back where the
     real mix of frames wants it."""
-    probs = np.concatenate(
-        [
-            classifier.probability(validation.images[i : i + 256])
-            for i in range(0, len(validation), 256)
-        ]
-    )
+    probs = _probabilities(classifier, validation, 256)
     truth = validation.labels.astype(bool)
     candidates = np.round(np.arange(0.5, 0.951, 0.05), 2)
     scores = [((probs >= t) == truth).mean() for t in candidates]

@@ -281,9 +281,6 @@ class Outbox:
         """Transitions not yet acknowledged by the learner."""
         return self._next_seq - self._acked
 
-    def disk_bytes(self) -> int:
-        return sum(p.stat().st_size for p in self.directory.glob(f"{SEGMENT_PREFIX}*.log"))
-
     def close(self) -> None:
         with self._lock:
             if self._active is not None:

@@ -90,7 +90,6 @@ class TransportServer:
         self._last_seen: dict[bytes, float] = {}  # welcomed connection -> monotonic time
         self._ingest_failing = False
         self._weights: bytes | None = None  # the latest encoded weights message
-        self._weights_version = -1
         self._context = zmq.Context.instance()
         self.session = uuid.uuid4().hex
         """This learner process: weight versions restart with it (from its checkpoint)."""

@@ -131,18 +131,12 @@ def convert_serl_pickle(
 ) -> tuple[Path, int]:
     """SERL's pickled parameters (``src``) to a safetensors trunk file (``dst``); returns the
     path and the number of parameters. Checked against ``trunk`` before anything is written."""
+    from flax.traverse_util import flatten_dict
+
     from robot_rl.agents.pretrained import save_trunk_weights
 
     tree = parameter_tree(safe_load(src), str(src))
     variables = {"params": tree}
     path = save_trunk_weights(dst, variables, trunk, where=str(src))
-    count = sum(int(np.size(v)) for v in _leaves(tree))
+    count = sum(int(np.size(v)) for v in flatten_dict(tree).values())
     return path, count
-
-
-def _leaves(tree):
-    for value in tree.values():
-        if isinstance(value, dict):
-            yield from _leaves(value)
-        else:
-            yield value

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from flax.traverse_util import unflatten_dict
 
 from robot_rl.agents.encoders.resnet import RESNET10_STAGES, STEM_WIDTH
 from robot_rl.errors import UserError
@@ -237,13 +238,10 @@ def load_resnet10_state_dict(
         raise WeightImportError(
             f"{where} is not a ResNet-10 state dict: {problems[0]}{more}{_hint(tensors, prefix)}"
         )
-    variables: dict[str, dict] = {"params": {}, "batch_stats": {}}
+    flat = {}
     for spec in resnet10_tensor_specs():
         array = _to_float32(tensors[spec.torch_name])
         if spec.is_conv:
             array = np.ascontiguousarray(array.transpose(2, 3, 1, 0))  # OIHW -> HWIO
-        node = variables[spec.collection]
-        for key in spec.flax_path[:-1]:
-            node = node.setdefault(key, {})
-        node[spec.flax_path[-1]] = array
-    return variables
+        flat[(spec.collection, *spec.flax_path)] = array
+    return unflatten_dict(flat)
