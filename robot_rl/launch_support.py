@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 
 from robot_rl.errors import UserError
-from robot_rl.stack import PARTS, ProcessSpec, StackConfig, stack_processes, write_config_files
+from robot_rl.stack import ProcessSpec, StackConfig, stack_processes, write_config_files
 
 RESPAWN_DELAY = 2.0
 """Seconds before a respawned node starts again (``robot-rl up`` waits as long)."""
@@ -156,40 +156,32 @@ def to_actions(processes: list[ProcessSpec]) -> list:
     from launch.actions import ExecuteProcess
     from launch_ros.actions import Node
 
-    timeouts = {"sigterm_timeout": str(SIGTERM_TIMEOUT), "sigkill_timeout": str(SIGKILL_TIMEOUT)}
+    common = {
+        "output": "screen",
+        "sigterm_timeout": str(SIGTERM_TIMEOUT),
+        "sigkill_timeout": str(SIGKILL_TIMEOUT),
+        "respawn_delay": RESPAWN_DELAY,
+    }
     actions = []
     for spec in processes:
         if spec.module:
             executable, arguments = sys.executable, ["-m", spec.module, *spec.arguments]
         else:
             executable, arguments = spec.executable, list(spec.arguments)
+        common.update(name=spec.name, respawn=spec.respawn)
         if not spec.ros_node:
-            actions.append(
-                ExecuteProcess(
-                    cmd=[executable, *arguments],
-                    name=spec.name,
-                    output="screen",
-                    respawn=spec.respawn,
-                    respawn_delay=RESPAWN_DELAY,
-                    **timeouts,
-                )
-            )
+            actions.append(ExecuteProcess(cmd=[executable, *arguments], **common))
             continue
-        actions.append(
-            Node(
-                executable=executable,
-                arguments=arguments,
-                name=spec.name,
-                exec_name=spec.name,
-                namespace=spec.namespace,
-                parameters=[dict(spec.parameters)],
-                remappings=list(spec.remappings),
-                output="screen",
-                respawn=spec.respawn,
-                respawn_delay=RESPAWN_DELAY,
-                **timeouts,
-            )
+        node = Node(
+            executable=executable,
+            arguments=arguments,
+            exec_name=spec.name,
+            namespace=spec.namespace,
+            parameters=[dict(spec.parameters)],
+            remappings=list(spec.remappings),
+            **common,
         )
+        actions.append(node)
     return actions
 
 
@@ -216,14 +208,3 @@ def launch_description(mode: str, parts: tuple[str, ...]):
             OpaqueFunction(function=setup),
         ]
     )
-
-
-__all__ = [
-    "PARTS",
-    "MissingDrivers",
-    "arguments_for",
-    "check_installed",
-    "describe",
-    "launch_description",
-    "to_actions",
-]

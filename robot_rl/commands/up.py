@@ -233,6 +233,7 @@ def _terminate(*_) -> None:
 
 
 def run(cfg: UpConfig) -> int:
+    from robot_rl.launch_support import check_installed
     from robot_rl.runtime.stack_progress import StackProgress, utd_text
     from robot_rl.runtime.supervisor import Supervisor
     from robot_rl.stack import write_config_files
@@ -244,19 +245,10 @@ def run(cfg: UpConfig) -> int:
         run_dir = Path(cfg.run_dir or f"runs/up-{cfg.task}-{stamp}").absolute()
         endpoint = f"tcp://127.0.0.1:{cfg.port or free_port()}"
         processes = planned_processes(cfg, run_dir, endpoint)
+        check_installed(processes, cfg.hardware)  # a robot's drivers are on PATH
     except ValueError as err:
         console.print(f"[red]error:[/] {err}")
         return 2
-    if cfg.mode == "robot":
-        from robot_rl.hardware import load_hardware
-
-        missing = load_hardware(cfg.hardware).missing_executables()
-        if missing:
-            console.print(
-                f"[red]error:[/] {cfg.hardware} names driver executables that are "
-                f"not installed: {', '.join(sorted(set(missing)))}"
-            )
-            return 2
     run_dir.mkdir(parents=True, exist_ok=True)
     write_config_files(processes)  # the actor's and the learner's whole configs
     (run_dir / "stack.json").write_text(
@@ -382,18 +374,8 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
 def evaluate_checkpoint(checkpoints: Path, episodes: int, log: Path, on_twin=False) -> dict:
     """``robot-rl eval --json-out`` in its own process (its JAX and MuJoCo stay out of ours);
     ``on_twin``: a robot run's checkpoint, evaluated on the twin as the console line says."""
-    command = [
-        sys.executable,
-        "-m",
-        "robot_rl.cli",
-        "eval",
-        "--checkpoint",
-        str(checkpoints),
-        "--episodes",
-        str(episodes),
-        "--json-out",
-        *(["--on-twin"] if on_twin else []),
-    ]
+    command = [sys.executable, "-m", "robot_rl.cli", "eval", "--checkpoint", str(checkpoints)]
+    command += ["--episodes", str(episodes), "--json-out", *(["--on-twin"] if on_twin else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:
