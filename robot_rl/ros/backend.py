@@ -30,6 +30,7 @@ from robot_rl.envs.backend import Command, Reading, StaleReadingError
 from robot_rl.robot_kinds import resolve, robot_kind
 from robot_rl.ros import convert
 from robot_rl.ros.arm_contract import ARM_JOINTS
+from robot_rl.ros.background_node import call_service
 from robot_rl.ros.config import RosBackendConfig
 from robot_rl.ros.qos import command_qos, sensor_qos
 from robot_rl.ros.sync import TopicHistory, synchronise
@@ -203,13 +204,10 @@ class RosRobotBackend:
         timeout = self.config.service_timeout
         if not client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f"service {topic} not available after {timeout} s")
-        done = threading.Event()
-        future = client.call_async(request)
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(timeout):
-            client.remove_pending_request(future)
+        response = call_service(client, request, timeout)
+        if response is None:
             raise TimeoutError(f"service {topic} did not answer within {timeout} s")
-        return future.result()
+        return response
 
     def reset_robot(self) -> str:
         """The driver's reset: to its reset pose (the twin also randomises its scene). An

@@ -29,6 +29,7 @@ from sensor_msgs.msg import Joy
 from robot_rl.envs.backend import Reading
 from robot_rl.envs.intervention import OperatorCommand
 from robot_rl.ros.background_node import BackgroundNode
+from robot_rl.ros.convert import twist_to_array
 from robot_rl.ros.qos import teleop_qos
 from robot_rl.ros.teleop_contract import (
     CLOSE_BUTTON,
@@ -95,12 +96,8 @@ class RosTeleopSource:
         self._context = self._background.context
 
     def _on_twist(self, msg: TwistStamped) -> None:
-        t = msg.twist
-        values = np.array(
-            [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
-        )
         with self._lock:
-            self._twist = (values, time.monotonic())
+            self._twist = (twist_to_array(msg.twist), time.monotonic())
 
     def _on_joy(self, msg: Joy) -> None:
         with self._lock:
