@@ -140,23 +140,11 @@ def _value(hint: Any, value: Any) -> Any:
             return from_data(hint, value)
         except ConfigFileError:
             raise _Mismatch from None
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise _Mismatch
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise _Mismatch
-    if hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise _Mismatch
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise _Mismatch
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # JSON writes 5 for 5.0
     if isinstance(hint, type) and not isinstance(value, hint):
+        raise _Mismatch
+    if hint in (int, float) and isinstance(value, bool):  # bool is an int to Python, not here
         raise _Mismatch
     return value
 

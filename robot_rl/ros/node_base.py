@@ -106,16 +106,8 @@ class DeviceNode(LifecycleNode):
 
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
-        self.autostart = declare_params(
-            self,
-            [
-                Param(
-                    "autostart",
-                    True,
-                    "configure and activate at start (no lifecycle manager needed)",
-                )
-            ],
-        )["autostart"]
+        description = "configure and activate at start (no lifecycle manager needed)"
+        self.autostart = declare_params(self, [Param("autostart", True, description)])["autostart"]
         self.motion_enabled = False
 
     # hooks -------------------------------------------------------------------------------
