@@ -4,8 +4,6 @@ the step from that description (``robot_rl.stack``) to launch actions.
 Importing this needs neither ``launch`` nor ``launch_ros``: only ``to_actions`` and
 ``launch_description`` import them, and only ``generate_launch_description`` calls those, so a
 test can load a launch file and compare what it would start with what ``robot-rl up`` starts.
-Like ``robot-rl up``, a launch writes the actor's and the learner's whole configs to
-``<run_dir>/config/*.json`` and starts them with ``--config FILE``.
 """
 
 from __future__ import annotations

@@ -5,15 +5,11 @@ Topic convention (docs/ARCHITECTURE.md, reliable, depth 1):
   - ``/teleop/twist`` (geometry_msgs/TwistStamped): the device's deflection per axis, normalised
     to [-1, 1] (full deflection = the task's largest step), in the frame the intervention
     wrapper is configured for (base, or tool with ``frame="tool"``);
-  - ``/teleop/joy`` (sensor_msgs/Joy): buttons (``robot_rl.ros.teleop_contract``): 0 =
-    hold-to-intervene, 1 = close the gripper, 2 = open it, 3 = the operator's success, 4 = its
-    reject (these two are read by ``robot_rl.ros.operator_buttons``, not here).
+  - ``/teleop/joy`` (sensor_msgs/Joy): buttons, at the indices of
+    ``robot_rl.ros.teleop_contract`` (success and reject are ``robot_rl.ros.operator_buttons``').
 Devices publish at a steady rate; a message older than ``max_age_s`` (by arrival time on this
 host's monotonic clock, so the sender's clock does not matter) counts as released: a device that
-dies or a link that drops never keeps steering.
-
-The node spins in a background thread in its own rclpy context, so it coexists with any other
-rclpy use in the process.
+dies or a link that drops never keeps steering. The node is a ``BackgroundNode``.
 """
 
 from __future__ import annotations
