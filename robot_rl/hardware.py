@@ -80,10 +80,8 @@ class Hardware:
 
 
 def load_hardware(path: str | Path) -> Hardware:
-    try:
-        import yaml
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise HardwareError(f"reading {path} needs PyYAML: pip install pyyaml") from err
+    import yaml  # a core dependency, imported only when a file is read
+
     path = Path(path)
     if not path.is_file():
         raise HardwareError(f"no hardware file at {path}")

@@ -55,15 +55,11 @@ class ActorDiagnostics:
             level, message = DiagnosticStatus.WARN, "control loop slower than the task's rate"
         else:
             level, message = DiagnosticStatus.OK, "acting"
-        texts = {k: _text(v) for k, v in values.items()}
+        texts = {k: f"{v:.2f}" if isinstance(v, float) else str(v) for k, v in values.items()}
         stamp = max(self.backend.now(), 0.0)
         self._pub.publish(
             diagnostic_array(self._node, level, message, "robot_rl/actor", texts, stamp)
         )
-
-
-def _text(value) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def report_actor_status(env, outbox, client) -> ActorDiagnostics:

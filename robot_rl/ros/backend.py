@@ -69,11 +69,8 @@ class RosRobotBackend:
         self._context = Context()
         # never the host's argv: only the ROS arguments meant for this node
         rclpy.init(context=self._context, args=list(config.ros_args))
-        overrides = (
-            []
-            if config.use_sim_time is None
-            else [Parameter("use_sim_time", value=config.use_sim_time)]
-        )
+        sim_time = config.use_sim_time
+        overrides = [] if sim_time is None else [Parameter("use_sim_time", value=sim_time)]
         self.node = rclpy.create_node(
             config.node_name or f"robot_rl_backend_{task.robot}",
             context=self._context,
