@@ -1,10 +1,10 @@
 """The `robot-rl` console script: a registry of subcommands, each imported only when chosen.
 
-A subcommand is a module in `robot_rl.commands` with a config dataclass (parsed by tyro) and
-`run(config) -> int`; adding one is a module plus one line in COMMANDS. A module that sets
-`CONFIG_FILE = True` also takes `--config FILE` (`robot_rl.config_file`: the file's fields,
-then the flags beside it). Nothing heavy is imported here, so `robot-rl --help` stays fast and
-works without JAX.
+A subcommand is a module in `robot_rl.commands` with a config dataclass (parsed by tyro: each
+field's docstring is its --help) and `run(config) -> int`; adding one is a module plus one entry
+in COMMANDS. A module that sets `CONFIG_FILE = True` also takes `--config FILE`
+(`robot_rl.config_file`: the file's fields, then the flags beside it). Nothing heavy is imported
+here, so `robot-rl --help` stays fast and works without JAX.
 """
 
 from __future__ import annotations

@@ -235,13 +235,12 @@ def driver_processes(hardware) -> list[ProcessSpec]:
 
 def twin_processes(cfg: StackConfig, task) -> list[ProcessSpec]:
     kind = robot_kind(task.robot)
-    module, name, namespace = kind.twin_node_module, kind.twin_node_name, kind.namespace
     nodes = [
         ProcessSpec(
-            name=name,
+            name=kind.twin_node_name,
             role="driver",
-            module=module,
-            namespace=namespace,
+            module=kind.twin_node_module,
+            namespace=kind.namespace,
             parameters={
                 "task": cfg.task,
                 "speedup": float(cfg.speedup),

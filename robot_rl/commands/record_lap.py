@@ -13,9 +13,6 @@ it started after at least ``--min-length`` metres. It writes to ``--out``:
 - ``checkpoints.json``: a point every ``--spacing`` metres along the lap, in the odometry frame
   (``robot_rl.data.lap_checkpoints`` describes the file); ``--checkpoints`` of train / actor /
   up / eval reads it.
-
-A lap that does not close within ``--max-seconds`` writes no checkpoints and is refused in one
-line. With no fresh teleop command (older than ``--teleop-max-age``) the car is told to stop.
 """
 
 from __future__ import annotations

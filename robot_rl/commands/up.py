@@ -290,16 +290,12 @@ def run(cfg: UpConfig) -> int:
     report = _report(cfg, run_dir, train_seconds, console)
     report["wall_seconds"] = time.monotonic() - started
     (run_dir / "report.json").write_text(json.dumps(report, indent=2))
+    wall, result, success = report["wall_seconds"], report.get("eval"), ""
+    if result:
+        success = f"success {result['success_rate']:.0%} over {result['episodes']} episodes; "
     console.print(
-        f"[bold]done[/] in {report['wall_seconds'] / 60:.1f} min "
-        f"(wall {report['wall_seconds']:.0f} s): "
-        + (
-            f"success {report['eval']['success_rate']:.0%} over "
-            f"{report['eval']['episodes']} episodes; "
-            if report.get("eval")
-            else ""
-        )
-        + f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}"
+        f"[bold]done[/] in {wall / 60:.1f} min (wall {wall:.0f} s): {success}"
+        f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}"
     )
     return 0
 
