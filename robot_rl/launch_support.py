@@ -95,12 +95,6 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
         raise ValueError(f"unknown launch arguments {sorted(unknown)}; known: {sorted(known)}")
     v = {**known, **values}
     try:
-        total = int(v["total_steps"]) if v["total_steps"] else None
-        learner = actor = None
-        if "learner" in parts:
-            learner = _options("learner_args", v["learner_args"])
-        if "actor" in parts:
-            actor = _options("actor_args", v["actor_args"])
         config = StackConfig(
             task=v["task"],
             mode=mode,
@@ -111,9 +105,9 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
             seed=int(v["seed"]),
             learner_endpoint=v["learner"],
             run_dir=v["run_dir"],
-            total_steps=total,
-            learner=learner,
-            actor=actor,
+            total_steps=int(v["total_steps"]) if v["total_steps"] else None,
+            learner=_options("learner_args", v["learner_args"]) if "learner" in parts else None,
+            actor=_options("actor_args", v["actor_args"]) if "actor" in parts else None,
         )
     except ValueError as err:
         raise ValueError(f"bad launch argument: {err}") from err

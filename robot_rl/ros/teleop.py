@@ -63,7 +63,7 @@ def _button(buttons, index: int) -> bool:
     return index < len(buttons) and bool(buttons[index])
 
 
-class RosTeleopSource:
+class RosTeleopSource(BackgroundNode):
     """Subscribes to the teleop topics; ``poll`` turns the newest fresh messages into a command."""
 
     def __init__(
@@ -81,15 +81,8 @@ class RosTeleopSource:
         self._lock = threading.Lock()
         self._twist: tuple[np.ndarray, float] | None = None  # (6 values, arrival time)
         self._joy: tuple[tuple[int, ...], float] | None = None
-        self._background = BackgroundNode(
-            node_name,
-            [
-                (TwistStamped, twist_topic, self._on_twist, teleop_qos()),
-                (Joy, joy_topic, self._on_joy, teleop_qos()),
-            ],
-        )
-        self.node = self._background.node
-        self._context = self._background.context
+        twist = (TwistStamped, twist_topic, self._on_twist, teleop_qos())
+        super().__init__(node_name, [twist, (Joy, joy_topic, self._on_joy, teleop_qos())])
 
     def _on_twist(self, msg: TwistStamped) -> None:
         with self._lock:
@@ -129,9 +122,6 @@ class RosTeleopSource:
 
     def reset(self) -> None:
         """Nothing per episode: the operator's device state carries over."""
-
-    def close(self) -> None:
-        self._background.close()
 
     def __enter__(self) -> RosTeleopSource:
         return self
