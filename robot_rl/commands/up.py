@@ -332,30 +332,24 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
     from robot_rl.runtime.plots import plot_curves
     from robot_rl.runtime.stack_progress import actor_summary, utd_report
 
-    learner_dir = run_dir / "learner"
-    summary_file = learner_dir / "summary.json"
+    learner_dir, logs = run_dir / "learner", run_dir / "logs"
+    checkpoints, summary_file = learner_dir / "checkpoints", learner_dir / "summary.json"
     report = {
         "task": cfg.task,
         "mode": cfg.mode,
         "total_steps": cfg.total_steps,
         "train_seconds": train_seconds,
         "learner": json.loads(summary_file.read_text()) if summary_file.is_file() else None,
-        "checkpoints": str(learner_dir / "checkpoints"),
+        "checkpoints": str(checkpoints),
     }
     paced = cfg.mode == "sim" and cfg.utd_pacing
-    report["utd"] = utd_report(
-        report["learner"], actor_summary(run_dir / "logs" / "actor.log"), paced
-    )
+    report["utd"] = utd_report(report["learner"], actor_summary(logs / "actor.log"), paced)
     if cfg.eval_episodes:
+        episodes, on_twin = cfg.eval_episodes, cfg.mode == "robot"
         console.print(
-            f"evaluating the final checkpoint on the in-process twin ({cfg.eval_episodes} episodes)"
+            f"evaluating the final checkpoint on the in-process twin ({episodes} episodes)"
         )
-        result = evaluate_checkpoint(
-            learner_dir / "checkpoints",
-            cfg.eval_episodes,
-            run_dir / "logs" / "eval.log",
-            on_twin=cfg.mode == "robot",
-        )
+        result = evaluate_checkpoint(checkpoints, episodes, logs / "eval.log", on_twin=on_twin)
         report["eval"] = result
         with open(learner_dir / "eval.jsonl", "a") as f:
             # the curves' x axis is environment steps (the result's own "step" counts updates)

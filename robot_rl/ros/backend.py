@@ -175,9 +175,7 @@ class RosRobotBackend:
         catch up (the schedule restarts from now)."""
         period = 1.0 / self.control_hz
         now = self.now()
-        target = now + period if self._last_tick is None else self._last_tick + period
-        if target < now:
-            target = now
+        target = now + period if self._last_tick is None else max(now, self._last_tick + period)
         self._wait_until(target)
         self._last_tick = target
 
