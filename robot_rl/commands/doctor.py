@@ -191,14 +191,10 @@ def probe_rclpy() -> dict[str, Any]:
         rmw = rclpy.utilities.get_rmw_implementation_identifier()
     finally:
         rclpy.shutdown()
-    version = _dist_version("ros-rclpy", "rclpy")
-    distro = os.environ.get("ROS_DISTRO")
-    parts = [f"RMW {rmw}"]
-    if version:
-        parts.insert(0, version)
-    if distro:
-        parts.append(f"ROS_DISTRO={distro}")
-    return {"status": "ok", "detail": ", ".join(parts), "rmw": rmw, "version": version}
+    version, distro = _dist_version("ros-rclpy", "rclpy"), os.environ.get("ROS_DISTRO")
+    parts = [version, f"RMW {rmw}", distro and f"ROS_DISTRO={distro}"]
+    detail = ", ".join(part for part in parts if part)
+    return {"status": "ok", "detail": detail, "rmw": rmw, "version": version}
 
 
 def probe_pyrealsense2() -> dict[str, Any]:

@@ -249,20 +249,14 @@ def run(cfg: UpConfig) -> int:
         return 2
     run_dir.mkdir(parents=True, exist_ok=True)
     write_config_files(processes)  # the actor's and the learner's whole configs
-    (run_dir / "stack.json").write_text(
-        json.dumps(
-            [{"name": p.name, "role": p.role, "command": p.command()} for p in processes], indent=2
-        )
-    )
+    described = [{"name": p.name, "role": p.role, "command": p.command()} for p in processes]
+    (run_dir / "stack.json").write_text(json.dumps(described, indent=2))
     supervisor = Supervisor(run_dir / "logs")
     progress = StackProgress(run_dir / "logs")
     previous = signal.signal(signal.SIGTERM, _terminate)
     started = time.monotonic()
-    console.print(
-        f"[bold]up[/] {cfg.mode} {cfg.task}: "
-        + ", ".join(p.name for p in processes)
-        + f" -> {run_dir}"
-    )
+    names = ", ".join(p.name for p in processes)
+    console.print(f"[bold]up[/] {cfg.mode} {cfg.task}: {names} -> {run_dir}")
     try:
         drivers = [p for p in processes if p.role not in ("actor", "learner")]
         for spec in drivers:
