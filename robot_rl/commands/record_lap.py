@@ -17,6 +17,7 @@ it started after at least ``--min-length`` metres. It writes to ``--out``:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +94,6 @@ def backend_config(config: RecordLapConfig) -> tuple[RosBackendConfig, tuple[str
     unknown = set(cameras) - set(namespaces)
     if unknown:
         raise UserError(f"{config.hardware} has no camera {sorted(unknown)[0]!r}")
-    import dataclasses
-
     ros = dataclasses.replace(
         ros, namespace=ros.namespace or hardware.robot_namespace, camera_namespaces=namespaces
     )
