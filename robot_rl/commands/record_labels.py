@@ -151,13 +151,7 @@ def record_labels(config: RecordLabelsConfig, env, console: Console | None = Non
                 f"  {episode + 1}/{config.episodes} episodes, {len(labels)} frames "
                 f"({sum(labels)} success), {rate:.0f} frames/s"
             )
-    meta = {
-        "task": config.task,
-        "camera": config.camera,
-        "image_size": config.image_size,
-        "labeler": config.labeler,
-        "source": config.source,
-    }
+    meta = {k: getattr(config, k) for k in ("task", "camera", "image_size", "labeler", "source")}
     return LabelSet(np.stack(images), np.asarray(labels), np.asarray(episodes), meta)
 
 

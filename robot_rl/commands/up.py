@@ -178,10 +178,11 @@ def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> lis
     return flags
 
 
-def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
-    from robot_rl.stack import StackConfig
+def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
+    """What ``robot-rl up`` starts (the launch files start the same for the same arguments)."""
+    from robot_rl.stack import StackConfig, stack_processes
 
-    return StackConfig(
+    config = StackConfig(
         task=cfg.task,
         mode=cfg.mode,
         hardware=cfg.hardware,
@@ -199,6 +200,7 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         learner=cfg.learner_config(),
         actor=cfg.actor_config(),
     )
+    return stack_processes(config)
 
 
 def operator_interventions(cfg: UpConfig) -> bool:
@@ -211,13 +213,6 @@ def operator_interventions(cfg: UpConfig) -> bool:
     from robot_rl.hardware import load_hardware
 
     return any(node.role == "teleop" for node in load_hardware(cfg.hardware).nodes)
-
-
-def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
-    """What ``robot-rl up`` starts (the launch files start the same for the same arguments)."""
-    from robot_rl.stack import stack_processes
-
-    return stack_processes(stack_config(cfg, run_dir, endpoint))
 
 
 def free_port() -> int:
