@@ -1,10 +1,10 @@
 """The `robot-rl` console script: a registry of subcommands, each imported only when chosen.
 
-A subcommand is a module in `robot_rl.commands` with a config dataclass (parsed by tyro) and
-`run(config) -> int`; adding one is a module plus one line in COMMANDS. A module that sets
-`CONFIG_FILE = True` also takes `--config FILE` (`robot_rl.config_file`: the file's fields,
-then the flags beside it). Nothing heavy is imported here, so `robot-rl --help` stays fast and
-works without JAX.
+A subcommand is a module in `robot_rl.commands` with a config dataclass (parsed by tyro: each
+field's docstring is its --help) and `run(config) -> int`; adding one is a module plus one entry
+in COMMANDS. A module that sets `CONFIG_FILE = True` also takes `--config FILE`
+(`robot_rl.config_file`: the file's fields, then the flags beside it). Nothing heavy is imported
+here, so `robot-rl --help` stays fast and works without JAX.
 """
 
 from __future__ import annotations
@@ -16,79 +16,66 @@ from collections.abc import Sequence
 
 from robot_rl.errors import UserError
 
-# name -> (module, config class in that module, one-line description)
+# name -> (module, config class in that module, one-line description); the module is
+# robot_rl.commands.<name with "_" for "-">
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "doctor": (
-        "robot_rl.commands.doctor",
-        "DoctorConfig",
-        "what this machine has: JAX devices, MuJoCo rendering, rclpy and its RMW, "
-        "librealsense, torch",
-    ),
-    "train": (
-        "robot_rl.commands.train",
-        "TrainConfig",
-        "single-process training with progress output, checkpoints and curves",
-    ),
-    "train-fb": (
-        "robot_rl.commands.train_fb",
-        "ForwardBackwardConfig",
-        "forward-backward reset-free training on the twin: two policies take turns (SERL)",
-    ),
-    "eval": (
-        "robot_rl.commands.eval",
-        "EvalConfig",
-        "success rate with a 95% confidence interval, cycle time, optional MP4",
-    ),
-    "report": (
-        "robot_rl.commands.report",
-        "ReportConfig",
-        "learning curves and tables of a run as PNG/HTML (report.html, curves.png)",
-    ),
-    "learner": (
-        "robot_rl.commands.learner",
-        "LearnerConfig",
-        "the training half of a distributed run: actors connect and stream transitions",
-    ),
-    "actor": (
-        "robot_rl.commands.actor",
-        "ActorConfig",
-        "the acting half of a distributed run: runs the task, streams to a learner",
-    ),
-    "up": (
-        "robot_rl.commands.up",
-        "UpConfig",
-        "the whole stack as processes: twin or driver nodes, cameras, actor (ROS 2), learner",
-    ),
-    "keys": (
-        "robot_rl.commands.keys",
-        "KeysConfig",
-        "CURVE key pairs so a learner can listen beyond loopback",
-    ),
-    "record-demos": (
-        "robot_rl.commands.record_demos",
-        "RecordDemosConfig",
-        "successful demonstration episodes as MCAP files (ROS 2 encoding) for --demo-path",
-    ),
-    "record-lap": (
-        "robot_rl.commands.record_lap",
-        "RecordLapConfig",
-        "one teleoperated car lap (odometry MCAP) and the car_lap checkpoints it gives",
-    ),
-    "record-labels": (
-        "robot_rl.commands.record_labels",
-        "RecordLabelsConfig",
-        "success / failure camera frames (.npz) for the reward classifier",
-    ),
-    "train-reward": (
-        "robot_rl.commands.train_reward",
-        "TrainRewardConfig",
-        "the reward classifier: frozen image trunk + trained head, held-out accuracy",
-    ),
-    "convert-encoder": (
-        "robot_rl.commands.convert_encoder",
-        "ConvertEncoderConfig",
-        "SERL/HIL-SERL's pickled ResNet-10 to safetensors (never runs pickled code)",
-    ),
+    name: (f"robot_rl.commands.{name.replace('-', '_')}", config, description)
+    for name, (config, description) in {
+        "doctor": (
+            "DoctorConfig",
+            "what this machine has: JAX devices, MuJoCo rendering, rclpy and its RMW, "
+            "librealsense, torch",
+        ),
+        "train": (
+            "TrainConfig",
+            "single-process training with progress output, checkpoints and curves",
+        ),
+        "train-fb": (
+            "ForwardBackwardConfig",
+            "forward-backward reset-free training on the twin: two policies take turns (SERL)",
+        ),
+        "eval": (
+            "EvalConfig",
+            "success rate with a 95% confidence interval, cycle time, optional MP4",
+        ),
+        "report": (
+            "ReportConfig",
+            "learning curves and tables of a run as PNG/HTML (report.html, curves.png)",
+        ),
+        "learner": (
+            "LearnerConfig",
+            "the training half of a distributed run: actors connect and stream transitions",
+        ),
+        "actor": (
+            "ActorConfig",
+            "the acting half of a distributed run: runs the task, streams to a learner",
+        ),
+        "up": (
+            "UpConfig",
+            "the whole stack as processes: twin or driver nodes, cameras, actor (ROS 2), learner",
+        ),
+        "keys": ("KeysConfig", "CURVE key pairs so a learner can listen beyond loopback"),
+        "record-demos": (
+            "RecordDemosConfig",
+            "successful demonstration episodes as MCAP files (ROS 2 encoding) for --demo-path",
+        ),
+        "record-lap": (
+            "RecordLapConfig",
+            "one teleoperated car lap (odometry MCAP) and the car_lap checkpoints it gives",
+        ),
+        "record-labels": (
+            "RecordLabelsConfig",
+            "success / failure camera frames (.npz) for the reward classifier",
+        ),
+        "train-reward": (
+            "TrainRewardConfig",
+            "the reward classifier: frozen image trunk + trained head, held-out accuracy",
+        ),
+        "convert-encoder": (
+            "ConvertEncoderConfig",
+            "SERL/HIL-SERL's pickled ResNet-10 to safetensors (never runs pickled code)",
+        ),
+    }.items()
 }
 
 PROG = "robot-rl"

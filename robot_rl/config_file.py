@@ -97,7 +97,7 @@ def _convert(hint: Any, value: Any, key: str) -> Any:
     try:
         return _value(hint, value)
     except _Mismatch:
-        shown = json.dumps(value) if _jsonable(value) else repr(value)
+        shown = json.dumps(value, default=repr)
         raise ConfigFileError(f"{key}: expected {_type_name(hint)}, got {shown}") from None
 
 
@@ -140,23 +140,11 @@ def _value(hint: Any, value: Any) -> Any:
             return from_data(hint, value)
         except ConfigFileError:
             raise _Mismatch from None
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise _Mismatch
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise _Mismatch
-    if hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise _Mismatch
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise _Mismatch
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # JSON writes 5 for 5.0
     if isinstance(hint, type) and not isinstance(value, hint):
+        raise _Mismatch
+    if hint in (int, float) and isinstance(value, bool):  # bool is an int to Python, not here
         raise _Mismatch
     return value
 
@@ -167,30 +155,18 @@ def _type_name(hint: Any) -> str:
     return str(hint).replace("typing.", "")
 
 
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-        return True
-    except (TypeError, ValueError):
-        return False
-
-
 def split_config_flag(args: Sequence[str]) -> tuple[str | None, list[str]]:
     """(the file ``--config FILE`` or ``--config=FILE`` names, the other arguments)."""
-    path, rest, items = None, [], list(args)
-    i = 0
-    while i < len(items):
-        arg = items[i]
+    path, rest, items = None, [], iter(args)
+    for arg in items:
         if arg == CONFIG_FLAG:
-            if i + 1 >= len(items):
+            path = next(items, None)
+            if path is None:
                 raise ConfigFileError(f"{CONFIG_FLAG} needs a file")
-            path, i = items[i + 1], i + 2
-            continue
-        if arg.startswith(CONFIG_FLAG + "="):
+        elif arg.startswith(CONFIG_FLAG + "="):
             path = arg[len(CONFIG_FLAG) + 1 :]
         else:
             rest.append(arg)
-        i += 1
     return path, rest
 
 

@@ -22,6 +22,7 @@ from robot_rl.errors import UserError
 from robot_rl.robot_kinds import ROBOT_KINDS
 
 NODE_ROLES = ("driver", "camera", "teleop")
+NODE_KEYS = {"name", "type", "executable", "namespace", "role", "camera", "parameters", "respawn"}
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NAMESPACE = re.compile(r"^(/[A-Za-z][A-Za-z0-9_]*)+$")
 _EXECUTABLE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$")
@@ -79,10 +80,8 @@ class Hardware:
 
 
 def load_hardware(path: str | Path) -> Hardware:
-    try:
-        import yaml
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise HardwareError(f"reading {path} needs PyYAML: pip install pyyaml") from err
+    import yaml  # a core dependency, imported only when a file is read
+
     path = Path(path)
     if not path.is_file():
         raise HardwareError(f"no hardware file at {path}")
@@ -136,16 +135,7 @@ def parse_hardware(data: Any, path: str = "<hardware>") -> Hardware:
 def _node(where: _Where, raw: Any, index: int) -> DriverNode:
     key = f"nodes[{index}]"
     raw = where.mapping(raw, key)
-    unknown = set(raw) - {
-        "name",
-        "type",
-        "executable",
-        "namespace",
-        "role",
-        "camera",
-        "parameters",
-        "respawn",
-    }
+    unknown = set(raw) - NODE_KEYS
     if unknown:
         where.fail(key, f"unknown keys {sorted(unknown)}")
     name = raw.get("name")

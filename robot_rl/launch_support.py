@@ -4,8 +4,6 @@ the step from that description (``robot_rl.stack``) to launch actions.
 Importing this needs neither ``launch`` nor ``launch_ros``: only ``to_actions`` and
 ``launch_description`` import them, and only ``generate_launch_description`` calls those, so a
 test can load a launch file and compare what it would start with what ``robot-rl up`` starts.
-Like ``robot-rl up``, a launch writes the actor's and the learner's whole configs to
-``<run_dir>/config/*.json`` and starts them with ``--config FILE``.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from robot_rl.errors import UserError
-from robot_rl.stack import PARTS, ProcessSpec, StackConfig, stack_processes, write_config_files
+from robot_rl.stack import ProcessSpec, StackConfig, stack_processes, write_config_files
 
 RESPAWN_DELAY = 2.0
 """Seconds before a respawned node starts again (``robot-rl up`` waits as long)."""
@@ -97,12 +95,6 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
         raise ValueError(f"unknown launch arguments {sorted(unknown)}; known: {sorted(known)}")
     v = {**known, **values}
     try:
-        total = int(v["total_steps"]) if v["total_steps"] else None
-        learner = actor = None
-        if "learner" in parts:
-            learner = _options("learner_args", v["learner_args"])
-        if "actor" in parts:
-            actor = _options("actor_args", v["actor_args"])
         config = StackConfig(
             task=v["task"],
             mode=mode,
@@ -113,9 +105,9 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
             seed=int(v["seed"]),
             learner_endpoint=v["learner"],
             run_dir=v["run_dir"],
-            total_steps=total,
-            learner=learner,
-            actor=actor,
+            total_steps=int(v["total_steps"]) if v["total_steps"] else None,
+            learner=_options("learner_args", v["learner_args"]) if "learner" in parts else None,
+            actor=_options("actor_args", v["actor_args"]) if "actor" in parts else None,
         )
     except ValueError as err:
         raise ValueError(f"bad launch argument: {err}") from err
@@ -156,40 +148,32 @@ def to_actions(processes: list[ProcessSpec]) -> list:
     from launch.actions import ExecuteProcess
     from launch_ros.actions import Node
 
-    timeouts = {"sigterm_timeout": str(SIGTERM_TIMEOUT), "sigkill_timeout": str(SIGKILL_TIMEOUT)}
+    common = {
+        "output": "screen",
+        "sigterm_timeout": str(SIGTERM_TIMEOUT),
+        "sigkill_timeout": str(SIGKILL_TIMEOUT),
+        "respawn_delay": RESPAWN_DELAY,
+    }
     actions = []
     for spec in processes:
         if spec.module:
             executable, arguments = sys.executable, ["-m", spec.module, *spec.arguments]
         else:
             executable, arguments = spec.executable, list(spec.arguments)
+        common.update(name=spec.name, respawn=spec.respawn)
         if not spec.ros_node:
-            actions.append(
-                ExecuteProcess(
-                    cmd=[executable, *arguments],
-                    name=spec.name,
-                    output="screen",
-                    respawn=spec.respawn,
-                    respawn_delay=RESPAWN_DELAY,
-                    **timeouts,
-                )
-            )
+            actions.append(ExecuteProcess(cmd=[executable, *arguments], **common))
             continue
-        actions.append(
-            Node(
-                executable=executable,
-                arguments=arguments,
-                name=spec.name,
-                exec_name=spec.name,
-                namespace=spec.namespace,
-                parameters=[dict(spec.parameters)],
-                remappings=list(spec.remappings),
-                output="screen",
-                respawn=spec.respawn,
-                respawn_delay=RESPAWN_DELAY,
-                **timeouts,
-            )
+        node = Node(
+            executable=executable,
+            arguments=arguments,
+            exec_name=spec.name,
+            namespace=spec.namespace,
+            parameters=[dict(spec.parameters)],
+            remappings=list(spec.remappings),
+            **common,
         )
+        actions.append(node)
     return actions
 
 
@@ -216,14 +200,3 @@ def launch_description(mode: str, parts: tuple[str, ...]):
             OpaqueFunction(function=setup),
         ]
     )
-
-
-__all__ = [
-    "PARTS",
-    "MissingDrivers",
-    "arguments_for",
-    "check_installed",
-    "describe",
-    "launch_description",
-    "to_actions",
-]

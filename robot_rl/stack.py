@@ -235,13 +235,12 @@ def driver_processes(hardware) -> list[ProcessSpec]:
 
 def twin_processes(cfg: StackConfig, task) -> list[ProcessSpec]:
     kind = robot_kind(task.robot)
-    module, name, namespace = kind.twin_node_module, kind.twin_node_name, kind.namespace
     nodes = [
         ProcessSpec(
-            name=name,
+            name=kind.twin_node_name,
             role="driver",
-            module=module,
-            namespace=namespace,
+            module=kind.twin_node_module,
+            namespace=kind.namespace,
             parameters={
                 "task": cfg.task,
                 "speedup": float(cfg.speedup),
@@ -332,17 +331,16 @@ def actor_config(cfg: StackConfig, hardware=None):
     return dataclasses.replace(base, ros=ros, **changes)
 
 
+def _with_config(cfg: StackConfig, name: str, config, *arguments: str, **spec) -> ProcessSpec:
+    """Process ``name`` (its role too), started with ``--config`` of its whole ``config``."""
+    path = cfg.config_file(name)
+    arguments = (*arguments, CONFIG_FLAG, path)
+    return ProcessSpec(name, name, arguments=arguments, config=config, config_file=path, **spec)
+
+
 def actor_process(cfg: StackConfig, hardware=None) -> ProcessSpec:
-    path = cfg.config_file("actor")
-    return ProcessSpec(
-        name="actor",
-        role="actor",
-        module=ACTOR_NODE,
-        arguments=(CONFIG_FLAG, path),
-        parameters={"use_sim_time": cfg.mode == "sim"},
-        config=actor_config(cfg, hardware),
-        config_file=path,
-    )
+    config, sim_time = actor_config(cfg, hardware), {"use_sim_time": cfg.mode == "sim"}
+    return _with_config(cfg, "actor", config, module=ACTOR_NODE, parameters=sim_time)
 
 
 def learner_config(cfg: StackConfig):
@@ -361,13 +359,5 @@ def learner_config(cfg: StackConfig):
 
 
 def learner_process(cfg: StackConfig) -> ProcessSpec:
-    path = cfg.config_file("learner")
-    return ProcessSpec(
-        name="learner",
-        role="learner",
-        module=CLI_MODULE,
-        arguments=("learner", CONFIG_FLAG, path),
-        ros_node=False,
-        config=learner_config(cfg),
-        config_file=path,
-    )
+    config = learner_config(cfg)
+    return _with_config(cfg, "learner", config, "learner", module=CLI_MODULE, ros_node=False)

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,10 @@ def probe_rendering() -> dict[str, Any]:
     gl = os.environ.get("MUJOCO_GL")
     setting = f"MUJOCO_GL={gl}" if gl else "MUJOCO_GL unset, so glfw: needs a display"
     facts = {"backend": gl or "glfw"}
+
+    def failed(detail: str) -> dict[str, Any]:
+        return {"status": "error", "detail": detail, "fix": FIX_RENDERING, **facts}
+
     try:
         # mujoco loads its GL backend at import, so a broken MUJOCO_GL can fail right here.
         import mujoco
@@ -154,18 +159,11 @@ def probe_rendering() -> dict[str, Any]:
     except ModuleNotFoundError as err:
         if err.name == "mujoco":
             return _missing("mujoco (optional: the twin)", FIX_MUJOCO)
-        detail = f"offscreen render failed ({setting}): {err}"
-        return {"status": "error", "detail": detail, "fix": FIX_RENDERING, **facts}
+        return failed(f"offscreen render failed ({setting}): {err}")
     except Exception as err:  # any GL failure is the answer, not a crash
-        detail = f"offscreen render failed ({setting}): {type(err).__name__}: {err}"
-        return {"status": "error", "detail": detail, "fix": FIX_RENDERING, **facts}
+        return failed(f"offscreen render failed ({setting}): {type(err).__name__}: {err}")
     if image.shape != (32, 32, 3) or not image.any():
-        return {
-            "status": "error",
-            "detail": f"rendered a blank or malformed image {image.shape} ({setting})",
-            "fix": FIX_RENDERING,
-            **facts,
-        }
+        return failed(f"rendered a blank or malformed image {image.shape} ({setting})")
     where = f", {gl_renderer}" if gl_renderer else ""
     return {"status": "ok", "detail": f"32x32 offscreen render ok ({setting}{where})", **facts}
 
@@ -184,25 +182,19 @@ def probe_rclpy() -> dict[str, Any]:
     try:
         import rclpy
         import rclpy.utilities
-    except ModuleNotFoundError as err:
-        if err.name and err.name.split(".")[0] == "rclpy":
-            return _missing("rclpy (optional: ROS 2 nodes)", FIX_ROS)
-        return {"status": "error", "detail": f"import rclpy failed: {err}", "fix": FIX_ROS}
     except ImportError as err:
+        if isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] == "rclpy":
+            return _missing("rclpy (optional: ROS 2 nodes)", FIX_ROS)
         return {"status": "error", "detail": f"import rclpy failed: {err}", "fix": FIX_ROS}
     rclpy.init(args=[])
     try:
         rmw = rclpy.utilities.get_rmw_implementation_identifier()
     finally:
         rclpy.shutdown()
-    version = _dist_version("ros-rclpy", "rclpy")
-    distro = os.environ.get("ROS_DISTRO")
-    parts = [f"RMW {rmw}"]
-    if version:
-        parts.insert(0, version)
-    if distro:
-        parts.append(f"ROS_DISTRO={distro}")
-    return {"status": "ok", "detail": ", ".join(parts), "rmw": rmw, "version": version}
+    version, distro = _dist_version("ros-rclpy", "rclpy"), os.environ.get("ROS_DISTRO")
+    parts = [version, f"RMW {rmw}", distro and f"ROS_DISTRO={distro}"]
+    detail = ", ".join(part for part in parts if part)
+    return {"status": "ok", "detail": detail, "rmw": rmw, "version": version}
 
 
 def probe_pyrealsense2() -> dict[str, Any]:
@@ -248,41 +240,23 @@ def _describe_device(device: dict[str, Any]) -> str:
     return text + (f" [{device['error']}]" if device.get("error") else "")
 
 
-def probe_cameras() -> dict[str, Any]:
-    return _discover(("realsense", "opencv_camera"))
-
-
-def probe_teleop() -> dict[str, Any]:
-    return _discover(("spacemouse", "gamepad"))
-
-
-PROBES: dict[str, Callable[[], dict[str, Any]]] = {
-    "jax": probe_jax,
-    "torch": probe_torch,
-    "mujoco": probe_mujoco,
-    "rendering": probe_rendering,
-    "rclpy": probe_rclpy,
-    "pyrealsense2": probe_pyrealsense2,
-    "cameras": probe_cameras,
-    "teleop": probe_teleop,
-}
-# What to suggest when a probe dies or hangs before it can say anything itself.
-FALLBACK_FIX = {
-    "jax": FIX_JAX,
-    "torch": FIX_TORCH,
-    "mujoco": FIX_MUJOCO,
-    "rendering": FIX_RENDERING,
-    "rclpy": FIX_ROS,
-    "pyrealsense2": FIX_REALSENSE,
-    "cameras": FIX_HARDWARE,
-    "teleop": FIX_HARDWARE,
+# name -> (probe, what to suggest when the probe dies or hangs before it can say anything)
+PROBES: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
+    "jax": (probe_jax, FIX_JAX),
+    "torch": (probe_torch, FIX_TORCH),
+    "mujoco": (probe_mujoco, FIX_MUJOCO),
+    "rendering": (probe_rendering, FIX_RENDERING),
+    "rclpy": (probe_rclpy, FIX_ROS),
+    "pyrealsense2": (probe_pyrealsense2, FIX_REALSENSE),
+    "cameras": (partial(_discover, ("realsense", "opencv_camera")), FIX_HARDWARE),
+    "teleop": (partial(_discover, ("spacemouse", "gamepad")), FIX_HARDWARE),
 }
 
 
 def probe_main(name: str) -> None:
     """Entry point of a probe's child process."""
     try:
-        result = PROBES[name]()
+        result = PROBES[name][0]()
     except Exception as err:
         result = {"status": "error", "detail": f"{type(err).__name__}: {err}"}
     sys.stdout.flush()
@@ -316,6 +290,7 @@ def run_probe(name: str, timeout: float) -> Check:
         f"import sys; sys.path.append({package_root!r}); "
         f"from robot_rl.commands.doctor import probe_main; probe_main({name!r})"
     )
+    fallback_fix = PROBES[name][1]
     try:
         proc = subprocess.run(
             [sys.executable, "-c", code],
@@ -327,19 +302,19 @@ def run_probe(name: str, timeout: float) -> Check:
         )
     except subprocess.TimeoutExpired:
         detail = f"no answer within {timeout:g} s (hung import or driver)"
-        return Check(name, "error", detail, FALLBACK_FIX[name])
+        return Check(name, "error", detail, fallback_fix)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(MARKER):
             result = jsonlib.loads(line[len(MARKER) :])
             status, detail = result.pop("status"), result.pop("detail")
             fix = result.pop("fix", None)
             if status != "ok" and not fix:
-                fix = FALLBACK_FIX[name]
+                fix = fallback_fix
             return Check(name, status, detail, fix, facts=result)
     stderr = [line for line in proc.stderr.splitlines() if line.strip()]
     last = f": {stderr[-1].strip()}" if stderr else ""
     detail = f"probe process died ({_describe_exit(proc.returncode)}){last}"
-    return Check(name, "error", detail, FALLBACK_FIX[name])
+    return Check(name, "error", detail, fallback_fix)
 
 
 def check_python() -> Check:

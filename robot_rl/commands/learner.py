@@ -11,8 +11,6 @@ from rich.console import Console
 
 from robot_rl.runtime.learner import Learner, LearnerConfig
 
-__all__ = ["CONFIG_FILE", "LearnerConfig", "run"]
-
 CONFIG_FILE = True
 
 

@@ -4,7 +4,8 @@ Each successful episode becomes ``<out>/episode_NNN.mcap`` (see ``robot_rl.data.
 failed attempts are dropped whole. ``robot-rl train --demo-path <out>`` loads them into the
 demonstration buffer; ``ros2 bag info`` and Foxglove open them.
 
-A *source* produces the actions (an entry of SOURCES, built from the env and the config):
+A *source* produces the actions (an entry of SOURCES, built from the env and the config; its
+``reset(env, rng)`` is called once per episode, its ``act(env, observation)`` once per step):
 ``expert`` is the task's scripted expert in the twin; ``teleop`` is an operator who drives every
 step through a ``TeleopSource``: by default the ROS 2 teleop topics (``/teleop/twist`` and
 ``/teleop/joy``, from any teleop node: SpaceMouse, gamepad, ``robot-rl-keyboard-teleop``), on the
@@ -17,21 +18,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 from rich.console import Console
 
 from robot_rl.ros.config import RosBackendConfig
 from robot_rl.runtime.observation_mode import ObservationMode
-
-
-class DemoSource(Protocol):
-    """Who acts during a recording: called once per episode, then once per step."""
-
-    def reset(self, env, rng: np.random.Generator) -> None: ...
-
-    def act(self, env, observation: dict) -> np.ndarray: ...
 
 
 class ExpertSource:
@@ -93,7 +86,7 @@ def _make_teleop(env, config: RecordDemosConfig):
 
 
 SOURCES = {
-    "expert": lambda env, config=None: ExpertSource(env),
+    "expert": lambda env, config=None, teleop=None: ExpertSource(env),
     "teleop": TeleopDemoSource,
 }
 
@@ -196,10 +189,7 @@ def run(config: RecordDemosConfig, teleop=None) -> int:
         config.check_reward_source(config.task, None)
         options = config.task_options(config.task)
         env = make_env(config.backend, config.task, "", config.seed, options, ros=config.ros)
-        if config.source == "teleop":
-            source = TeleopDemoSource(env, config, teleop=teleop)
-        else:
-            source = SOURCES[config.source](env, config)
+        source = SOURCES[config.source](env, config, teleop=teleop)
     except ValueError as err:
         if env is not None:
             env.close()

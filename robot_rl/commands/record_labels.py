@@ -151,13 +151,7 @@ def record_labels(config: RecordLabelsConfig, env, console: Console | None = Non
                 f"  {episode + 1}/{config.episodes} episodes, {len(labels)} frames "
                 f"({sum(labels)} success), {rate:.0f} frames/s"
             )
-    meta = {
-        "task": config.task,
-        "camera": config.camera,
-        "image_size": config.image_size,
-        "labeler": config.labeler,
-        "source": config.source,
-    }
+    meta = {k: getattr(config, k) for k in ("task", "camera", "image_size", "labeler", "source")}
     return LabelSet(np.stack(images), np.asarray(labels), np.asarray(episodes), meta)
 
 
@@ -172,20 +166,18 @@ def run(config: RecordLabelsConfig) -> int:
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = config.out or f"labels/{config.task}-{config.camera}{config.image_size}-{stamp}.npz"
+    env = None
     try:
         # frames only: with a camera given, the state carries no privileged entries either
         mode = ObservationMode(cameras=(config.camera,), image_size=config.image_size)
         env = make_env("twin", config.task, "", config.seed, mode.task_options(config.task))
-    except ValueError as err:
-        console.print(f"[red]error:[/] {err}")
-        return 2
-    try:
         labels = record_labels(config, env, console)
     except ValueError as err:
         console.print(f"[red]error:[/] {err}")
         return 2
     finally:
-        env.close()
+        if env is not None:
+            env.close()
     path = save_labels(out, labels)
     console.print(
         f"[bold]labels[/]: {len(labels)} frames ({labels.positives} success, "

@@ -13,13 +13,11 @@ it started after at least ``--min-length`` metres. It writes to ``--out``:
 - ``checkpoints.json``: a point every ``--spacing`` metres along the lap, in the odometry frame
   (``robot_rl.data.lap_checkpoints`` describes the file); ``--checkpoints`` of train / actor /
   up / eval reads it.
-
-A lap that does not close within ``--max-seconds`` writes no checkpoints and is refused in one
-line. With no fresh teleop command (older than ``--teleop-max-age``) the car is told to stop.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,8 +94,6 @@ def backend_config(config: RecordLapConfig) -> tuple[RosBackendConfig, tuple[str
     unknown = set(cameras) - set(namespaces)
     if unknown:
         raise UserError(f"{config.hardware} has no camera {sorted(unknown)[0]!r}")
-    import dataclasses
-
     ros = dataclasses.replace(
         ros, namespace=ros.namespace or hardware.robot_namespace, camera_namespaces=namespaces
     )

@@ -5,8 +5,6 @@ from __future__ import annotations
 from robot_rl.commands.training_run import run_training
 from robot_rl.runtime.train_loop import TrainConfig, train
 
-__all__ = ["TrainConfig", "run"]
-
 
 def run(config: TrainConfig) -> int:
     return run_training(train, config, lambda summary: summary.get("final_eval"))

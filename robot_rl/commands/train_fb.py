@@ -6,8 +6,6 @@ from __future__ import annotations
 from robot_rl.commands.training_run import run_training
 from robot_rl.runtime.forward_backward import ForwardBackwardConfig, train_forward_backward
 
-__all__ = ["ForwardBackwardConfig", "run"]
-
 
 def run(config: ForwardBackwardConfig) -> int:
     return run_training(

@@ -1,12 +1,10 @@
 """`robot-rl up sim|robot`: the whole stack as processes, as ``ros2 launch`` would start it.
 
-The processes come from ``robot_rl.stack`` (the description the launch files use too): twin or
-driver nodes, camera nodes, the actor (a ROS 2 node on the ROS backend) and the learner, each in
+The processes come from ``robot_rl.stack`` (the description the launch files use too), each in
 its own process group with its log in ``<run_dir>/logs``. ``UpConfig`` is the one source of the
-run's configuration: it builds the learner's and the actor's configs (``learner_config``,
-``actor_config``), which the stack completes and writes to ``<run_dir>/config/*.json`` for
-their ``--config``. While they run, one line shows env
-steps, episodes, success, learner updates/s, the actor's control rate and weights versions.
+run's configuration: it builds the learner's and the actor's configs, which the stack completes
+(their ``--config`` files). While they run, one line shows env steps, episodes, success, learner
+updates/s, the actor's control rate and weights versions.
 When the actor and the learner are done: the nodes stop, the learner's final checkpoint is
 evaluated on the in-process twin (``robot-rl eval``), and ``<run_dir>/report.json`` and the
 curves PNG are written. Ctrl-C (or SIGTERM) stops every child: SIGINT, then SIGKILL after
@@ -180,10 +178,11 @@ def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> lis
     return flags
 
 
-def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
-    from robot_rl.stack import StackConfig
+def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
+    """What ``robot-rl up`` starts (the launch files start the same for the same arguments)."""
+    from robot_rl.stack import StackConfig, stack_processes
 
-    return StackConfig(
+    config = StackConfig(
         task=cfg.task,
         mode=cfg.mode,
         hardware=cfg.hardware,
@@ -201,6 +200,7 @@ def stack_config(cfg: UpConfig, run_dir: Path, endpoint: str):
         learner=cfg.learner_config(),
         actor=cfg.actor_config(),
     )
+    return stack_processes(config)
 
 
 def operator_interventions(cfg: UpConfig) -> bool:
@@ -215,13 +215,6 @@ def operator_interventions(cfg: UpConfig) -> bool:
     return any(node.role == "teleop" for node in load_hardware(cfg.hardware).nodes)
 
 
-def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
-    """What ``robot-rl up`` starts (the launch files start the same for the same arguments)."""
-    from robot_rl.stack import stack_processes
-
-    return stack_processes(stack_config(cfg, run_dir, endpoint))
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -233,6 +226,7 @@ def _terminate(*_) -> None:
 
 
 def run(cfg: UpConfig) -> int:
+    from robot_rl.launch_support import check_installed
     from robot_rl.runtime.stack_progress import StackProgress, utd_text
     from robot_rl.runtime.supervisor import Supervisor
     from robot_rl.stack import write_config_files
@@ -244,35 +238,20 @@ def run(cfg: UpConfig) -> int:
         run_dir = Path(cfg.run_dir or f"runs/up-{cfg.task}-{stamp}").absolute()
         endpoint = f"tcp://127.0.0.1:{cfg.port or free_port()}"
         processes = planned_processes(cfg, run_dir, endpoint)
+        check_installed(processes, cfg.hardware)  # a robot's drivers are on PATH
     except ValueError as err:
         console.print(f"[red]error:[/] {err}")
         return 2
-    if cfg.mode == "robot":
-        from robot_rl.hardware import load_hardware
-
-        missing = load_hardware(cfg.hardware).missing_executables()
-        if missing:
-            console.print(
-                f"[red]error:[/] {cfg.hardware} names driver executables that are "
-                f"not installed: {', '.join(sorted(set(missing)))}"
-            )
-            return 2
     run_dir.mkdir(parents=True, exist_ok=True)
     write_config_files(processes)  # the actor's and the learner's whole configs
-    (run_dir / "stack.json").write_text(
-        json.dumps(
-            [{"name": p.name, "role": p.role, "command": p.command()} for p in processes], indent=2
-        )
-    )
+    described = [{"name": p.name, "role": p.role, "command": p.command()} for p in processes]
+    (run_dir / "stack.json").write_text(json.dumps(described, indent=2))
     supervisor = Supervisor(run_dir / "logs")
     progress = StackProgress(run_dir / "logs")
     previous = signal.signal(signal.SIGTERM, _terminate)
     started = time.monotonic()
-    console.print(
-        f"[bold]up[/] {cfg.mode} {cfg.task}: "
-        + ", ".join(p.name for p in processes)
-        + f" -> {run_dir}"
-    )
+    names = ", ".join(p.name for p in processes)
+    console.print(f"[bold]up[/] {cfg.mode} {cfg.task}: {names} -> {run_dir}")
     try:
         drivers = [p for p in processes if p.role not in ("actor", "learner")]
         for spec in drivers:
@@ -300,16 +279,12 @@ def run(cfg: UpConfig) -> int:
     report = _report(cfg, run_dir, train_seconds, console)
     report["wall_seconds"] = time.monotonic() - started
     (run_dir / "report.json").write_text(json.dumps(report, indent=2))
+    wall, result, success = report["wall_seconds"], report.get("eval"), ""
+    if result:
+        success = f"success {result['success_rate']:.0%} over {result['episodes']} episodes; "
     console.print(
-        f"[bold]done[/] in {report['wall_seconds'] / 60:.1f} min "
-        f"(wall {report['wall_seconds']:.0f} s): "
-        + (
-            f"success {report['eval']['success_rate']:.0%} over "
-            f"{report['eval']['episodes']} episodes; "
-            if report.get("eval")
-            else ""
-        )
-        + f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}"
+        f"[bold]done[/] in {wall / 60:.1f} min (wall {wall:.0f} s): {success}"
+        f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}"
     )
     return 0
 
@@ -346,30 +321,24 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
     from robot_rl.runtime.plots import plot_curves
     from robot_rl.runtime.stack_progress import actor_summary, utd_report
 
-    learner_dir = run_dir / "learner"
-    summary_file = learner_dir / "summary.json"
+    learner_dir, logs = run_dir / "learner", run_dir / "logs"
+    checkpoints, summary_file = learner_dir / "checkpoints", learner_dir / "summary.json"
     report = {
         "task": cfg.task,
         "mode": cfg.mode,
         "total_steps": cfg.total_steps,
         "train_seconds": train_seconds,
         "learner": json.loads(summary_file.read_text()) if summary_file.is_file() else None,
-        "checkpoints": str(learner_dir / "checkpoints"),
+        "checkpoints": str(checkpoints),
     }
     paced = cfg.mode == "sim" and cfg.utd_pacing
-    report["utd"] = utd_report(
-        report["learner"], actor_summary(run_dir / "logs" / "actor.log"), paced
-    )
+    report["utd"] = utd_report(report["learner"], actor_summary(logs / "actor.log"), paced)
     if cfg.eval_episodes:
+        episodes, on_twin = cfg.eval_episodes, cfg.mode == "robot"
         console.print(
-            f"evaluating the final checkpoint on the in-process twin ({cfg.eval_episodes} episodes)"
+            f"evaluating the final checkpoint on the in-process twin ({episodes} episodes)"
         )
-        result = evaluate_checkpoint(
-            learner_dir / "checkpoints",
-            cfg.eval_episodes,
-            run_dir / "logs" / "eval.log",
-            on_twin=cfg.mode == "robot",
-        )
+        result = evaluate_checkpoint(checkpoints, episodes, logs / "eval.log", on_twin=on_twin)
         report["eval"] = result
         with open(learner_dir / "eval.jsonl", "a") as f:
             # the curves' x axis is environment steps (the result's own "step" counts updates)
@@ -382,18 +351,8 @@ def _report(cfg: UpConfig, run_dir: Path, train_seconds: float, console: Console
 def evaluate_checkpoint(checkpoints: Path, episodes: int, log: Path, on_twin=False) -> dict:
     """``robot-rl eval --json-out`` in its own process (its JAX and MuJoCo stay out of ours);
     ``on_twin``: a robot run's checkpoint, evaluated on the twin as the console line says."""
-    command = [
-        sys.executable,
-        "-m",
-        "robot_rl.cli",
-        "eval",
-        "--checkpoint",
-        str(checkpoints),
-        "--episodes",
-        str(episodes),
-        "--json-out",
-        *(["--on-twin"] if on_twin else []),
-    ]
+    command = [sys.executable, "-m", "robot_rl.cli", "eval", "--checkpoint", str(checkpoints)]
+    command += ["--episodes", str(episodes), "--json-out", *(["--on-twin"] if on_twin else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:

@@ -7,10 +7,9 @@ config as a file (``robot_rl.config_file``) and run
         --ros-args -r __node:=actor -p use_sim_time:=true
 
 The actor's own options come before ``--ros-args`` (``--config FILE`` and ``robot-rl actor``'s
-flags, which override the file); the ROS
-arguments go to the node that the ROS backend spins, so its name, remappings and parameters
-(``use_sim_time`` above all) are the launch file's. The node publishes the actor's status on
-``/diagnostics``.
+flags, which override the file); the ROS arguments go to the node that the ROS backend spins, so
+its name, remappings and parameters (``use_sim_time`` above all) are the launch file's. The node
+publishes the actor's status on ``/diagnostics``.
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 
-from robot_rl.ros.convert import header
+from robot_rl.ros.convert import diagnostic_array
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH
 
 SLOW_FRACTION = 0.8
@@ -24,8 +24,7 @@ SLOW_FRACTION = 0.8
 class ActorDiagnostics:
     def __init__(self, backend, outbox, client, period: float = 1.0):
         self.backend, self.outbox, self.client = backend, outbox, client
-        node = backend.node
-        self._name = node.get_fully_qualified_name()
+        self._node = node = backend.node
         self._pub = node.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self._last = (outbox.next_seq, backend.now(), time.monotonic())
         self._timer = node.create_timer(
@@ -56,20 +55,11 @@ class ActorDiagnostics:
             level, message = DiagnosticStatus.WARN, "control loop slower than the task's rate"
         else:
             level, message = DiagnosticStatus.OK, "acting"
-        status = DiagnosticStatus(
-            level=level,
-            name=self._name,
-            message=message,
-            hardware_id="robot_rl/actor",
-            values=[KeyValue(key=k, value=_text(v)) for k, v in values.items()],
-        )
+        texts = {k: f"{v:.2f}" if isinstance(v, float) else str(v) for k, v in values.items()}
+        stamp = max(self.backend.now(), 0.0)
         self._pub.publish(
-            DiagnosticArray(header=header(max(self.backend.now(), 0.0)), status=[status])
+            diagnostic_array(self._node, level, message, "robot_rl/actor", texts, stamp)
         )
-
-
-def _text(value) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def report_actor_status(env, outbox, client) -> ActorDiagnostics:

@@ -30,6 +30,7 @@ from robot_rl.envs.backend import Command, Reading, StaleReadingError
 from robot_rl.robot_kinds import resolve, robot_kind
 from robot_rl.ros import convert
 from robot_rl.ros.arm_contract import ARM_JOINTS
+from robot_rl.ros.background_node import call_service
 from robot_rl.ros.config import RosBackendConfig
 from robot_rl.ros.qos import command_qos, sensor_qos
 from robot_rl.ros.sync import TopicHistory, synchronise
@@ -68,11 +69,8 @@ class RosRobotBackend:
         self._context = Context()
         # never the host's argv: only the ROS arguments meant for this node
         rclpy.init(context=self._context, args=list(config.ros_args))
-        overrides = (
-            []
-            if config.use_sim_time is None
-            else [Parameter("use_sim_time", value=config.use_sim_time)]
-        )
+        sim_time = config.use_sim_time
+        overrides = [] if sim_time is None else [Parameter("use_sim_time", value=sim_time)]
         self.node = rclpy.create_node(
             config.node_name or f"robot_rl_backend_{task.robot}",
             context=self._context,
@@ -177,9 +175,7 @@ class RosRobotBackend:
         catch up (the schedule restarts from now)."""
         period = 1.0 / self.control_hz
         now = self.now()
-        target = now + period if self._last_tick is None else self._last_tick + period
-        if target < now:
-            target = now
+        target = now + period if self._last_tick is None else max(now, self._last_tick + period)
         self._wait_until(target)
         self._last_tick = target
 
@@ -203,13 +199,10 @@ class RosRobotBackend:
         timeout = self.config.service_timeout
         if not client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f"service {topic} not available after {timeout} s")
-        done = threading.Event()
-        future = client.call_async(request)
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(timeout):
-            client.remove_pending_request(future)
+        response = call_service(client, request, timeout)
+        if response is None:
             raise TimeoutError(f"service {topic} did not answer within {timeout} s")
-        return future.result()
+        return response
 
     def reset_robot(self) -> str:
         """The driver's reset: to its reset pose (the twin also randomises its scene). An

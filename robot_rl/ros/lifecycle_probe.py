@@ -2,38 +2,21 @@
 ``<node>/get_state`` service (``lifecycle_msgs/srv/GetState``), a plain node's presence in the
 graph. ``robot-rl up robot`` uses it to start the actor only once every driver is ``active``.
 
-It runs one node of its own (``robot_rl_up_probe``) in a context of its own, spun on a thread,
-so a caller without rclpy elsewhere (``robot-rl up``) imports rclpy only here.
+It runs one node of its own (``robot_rl_up_probe``, a ``BackgroundNode``), so a caller without
+rclpy elsewhere (``robot-rl up``) imports rclpy only here.
 """
 
 from __future__ import annotations
 
-import threading
+from lifecycle_msgs.srv import GetState
+
+from robot_rl.ros.background_node import BackgroundNode, call_service
 
 
-class LifecycleProbe:
+class LifecycleProbe(BackgroundNode):
     def __init__(self, name: str = "robot_rl_up_probe"):
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.signals import SignalHandlerOptions
-
-        self.context = Context()
-        # the caller's Ctrl-C and SIGTERM handling stays its own (up stops its children)
-        rclpy.init(context=self.context, args=[], signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node(name, context=self.context, start_parameter_services=False)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__(name, [], args=[], start_parameter_services=False)
         self._clients: dict[str, object] = {}
-        self._thread = threading.Thread(target=self._spin, name="lifecycle-probe", daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except Exception:
-            if self.context.ok():  # an error while shutting down is expected
-                raise
 
     def visible(self, fqn: str) -> bool:
         """Whether the node ``fqn`` (``/namespace/name``) is in the graph."""
@@ -52,24 +35,10 @@ class LifecycleProbe:
     def state(self, fqn: str, timeout: float = 2.0) -> str | None:
         """The node's lifecycle state label ('unconfigured', 'inactive', 'active', ...), or
         None when nobody answered within ``timeout`` seconds."""
-        from lifecycle_msgs.srv import GetState
-
         client = self._clients.get(fqn)
         if client is None:
             client = self._clients[fqn] = self.node.create_client(GetState, f"{fqn}/get_state")
         if not client.service_is_ready():
             return None
-        done = threading.Event()
-        future = client.call_async(GetState.Request())
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(timeout):
-            client.remove_pending_request(future)
-            return None
-        result = future.result()
+        result = call_service(client, GetState.Request(), timeout)
         return None if result is None else result.current_state.label
-
-    def close(self) -> None:
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-        self._thread.join(timeout=2)

@@ -106,16 +106,8 @@ class DeviceNode(LifecycleNode):
 
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
-        self.autostart = declare_params(
-            self,
-            [
-                Param(
-                    "autostart",
-                    True,
-                    "configure and activate at start (no lifecycle manager needed)",
-                )
-            ],
-        )["autostart"]
+        description = "configure and activate at start (no lifecycle manager needed)"
+        self.autostart = declare_params(self, [Param("autostart", True, description)])["autostart"]
         self.motion_enabled = False
 
     # hooks -------------------------------------------------------------------------------
@@ -203,18 +195,14 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
         if rclpy.ok():
             raise
     finally:
-        _ignore_further_interrupts()
+        # Ctrl-C in a terminal reaches every process of ros2 launch's group and launch then sends
+        # its own SIGINT: the second one must not cut the safe stop short (a traceback, exit -2)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         if node is not None:
             _tear_down(node)
         rclpy.try_shutdown()
     return 0
-
-
-def _ignore_further_interrupts() -> None:
-    # Ctrl-C in a terminal reaches every process of ros2 launch's group and launch then sends
-    # its own SIGINT: the second one must not cut the safe stop short (a traceback, exit -2)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _tear_down(node: Node) -> None:

@@ -2,11 +2,9 @@
 
 The teleop device publishes its buttons' state at a steady rate (reliable, depth 1); a press
 is the edge from released to pressed, so a button held down counts once, and the first message
-seen with the button down counts as a press. Every teleop node carries them at the contract's
-indices (``robot_rl.ros.teleop_contract``: 0-2 intervene, close, open; 3 success, 4 reject),
-which are this module's defaults (``--success-button``, ``--reject-button``).
-
-The node spins in a background thread in its own rclpy context (``BackgroundNode``).
+seen with the button down counts as a press. The defaults (``--success-button``,
+``--reject-button``) are the indices of ``robot_rl.ros.teleop_contract``, where every teleop node
+carries them. The node is a ``BackgroundNode``.
 """
 
 from __future__ import annotations

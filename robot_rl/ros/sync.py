@@ -35,14 +35,6 @@ class TopicHistory:
         with self._lock:
             return list(self._entries)
 
-    def newest_stamp(self) -> float | None:
-        with self._lock:
-            return self._entries[-1][0] if self._entries else None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
 
 def synchronise(
     histories: list[TopicHistory], now: float, max_age: float, slop: float

@@ -5,15 +5,11 @@ Topic convention (docs/ARCHITECTURE.md, reliable, depth 1):
   - ``/teleop/twist`` (geometry_msgs/TwistStamped): the device's deflection per axis, normalised
     to [-1, 1] (full deflection = the task's largest step), in the frame the intervention
     wrapper is configured for (base, or tool with ``frame="tool"``);
-  - ``/teleop/joy`` (sensor_msgs/Joy): buttons (``robot_rl.ros.teleop_contract``): 0 =
-    hold-to-intervene, 1 = close the gripper, 2 = open it, 3 = the operator's success, 4 = its
-    reject (these two are read by ``robot_rl.ros.operator_buttons``, not here).
+  - ``/teleop/joy`` (sensor_msgs/Joy): buttons, at the indices of
+    ``robot_rl.ros.teleop_contract`` (success and reject are ``robot_rl.ros.operator_buttons``').
 Devices publish at a steady rate; a message older than ``max_age_s`` (by arrival time on this
 host's monotonic clock, so the sender's clock does not matter) counts as released: a device that
-dies or a link that drops never keeps steering.
-
-The node spins in a background thread in its own rclpy context, so it coexists with any other
-rclpy use in the process.
+dies or a link that drops never keeps steering. The node is a ``BackgroundNode``.
 """
 
 from __future__ import annotations
@@ -29,6 +25,7 @@ from sensor_msgs.msg import Joy
 from robot_rl.envs.backend import Reading
 from robot_rl.envs.intervention import OperatorCommand
 from robot_rl.ros.background_node import BackgroundNode
+from robot_rl.ros.convert import twist_to_array
 from robot_rl.ros.qos import teleop_qos
 from robot_rl.ros.teleop_contract import (
     CLOSE_BUTTON,
@@ -66,7 +63,7 @@ def _button(buttons, index: int) -> bool:
     return index < len(buttons) and bool(buttons[index])
 
 
-class RosTeleopSource:
+class RosTeleopSource(BackgroundNode):
     """Subscribes to the teleop topics; ``poll`` turns the newest fresh messages into a command."""
 
     def __init__(
@@ -84,23 +81,12 @@ class RosTeleopSource:
         self._lock = threading.Lock()
         self._twist: tuple[np.ndarray, float] | None = None  # (6 values, arrival time)
         self._joy: tuple[tuple[int, ...], float] | None = None
-        self._background = BackgroundNode(
-            node_name,
-            [
-                (TwistStamped, twist_topic, self._on_twist, teleop_qos()),
-                (Joy, joy_topic, self._on_joy, teleop_qos()),
-            ],
-        )
-        self.node = self._background.node
-        self._context = self._background.context
+        twist = (TwistStamped, twist_topic, self._on_twist, teleop_qos())
+        super().__init__(node_name, [twist, (Joy, joy_topic, self._on_joy, teleop_qos())])
 
     def _on_twist(self, msg: TwistStamped) -> None:
-        t = msg.twist
-        values = np.array(
-            [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
-        )
         with self._lock:
-            self._twist = (values, time.monotonic())
+            self._twist = (twist_to_array(msg.twist), time.monotonic())
 
     def _on_joy(self, msg: Joy) -> None:
         with self._lock:
@@ -136,9 +122,6 @@ class RosTeleopSource:
 
     def reset(self) -> None:
         """Nothing per episode: the operator's device state carries over."""
-
-    def close(self) -> None:
-        self._background.close()
 
     def __enter__(self) -> RosTeleopSource:
         return self
