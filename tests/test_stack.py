@@ -26,7 +26,7 @@ from ros_helpers import Spinner
 pytest.importorskip("rclpy")
 pytest.importorskip("mujoco")
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(600)
 
 CONTROL_PERIOD = 0.1  # pick_cube's 10 Hz, in simulated seconds
 TINY = ["--agent.num-critics", "2", "--agent.hidden-dims", "32", "32", "--batch-size", "32",
@@ -155,7 +155,7 @@ def test_every_topic_publishes(stack):
     up, probe, run_dir = stack
     wait_until(lambda: all(probe.counts.values()), 150, "every topic to publish", up)
     assert set(_pids(run_dir)) == {"arm_twin", "front_camera", "actor", "learner"}
-    wait_until(lambda: _actor_steps(probe) > 0, 60, "the actor's status on /diagnostics", up)
+    wait_until(lambda: _actor_steps(probe) > 0, 240, "the actor's status on /diagnostics", up)
     assert float(probe.actor_status["target_hz"]) == 10.0
     # the camera node reports too: its frames and size
     wait_until(
@@ -201,18 +201,18 @@ def test_killed_camera_truncates_steps_and_its_restart_resumes_them(stack):
     images = probe.counts["/front_cam/image_raw"]
     wait_until(
         lambda: probe.counts["/front_cam/image_raw"] > images + 5,
-        90,
+        240,
         "images from the restarted camera",
         up,
     )
     steps = _actor_steps(probe)
-    wait_until(lambda: _actor_steps(probe) > steps + 20, 90, "steps after the restart", up)
+    wait_until(lambda: _actor_steps(probe) > steps + 20, 240, "steps after the restart", up)
     # A loaded machine may still deliver the odd frame late (one truncated step), but with the
     # camera back nearly every step is fresh again; a dead or stuck camera would make every one
     # stale (and the reset after each would wait for fresh data).
     stale = _log(run_dir, "actor").count("stale reading")
     steps = _actor_steps(probe)
-    wait_until(lambda: _actor_steps(probe) > steps + 40, 90, "fresh steps", up)
+    wait_until(lambda: _actor_steps(probe) > steps + 40, 240, "fresh steps", up)
     window = _actor_steps(probe) - steps
     stale_in_window = _log(run_dir, "actor").count("stale reading") - stale
     assert stale_in_window <= window // 10, f"{stale_in_window} of {window} steps were stale"
