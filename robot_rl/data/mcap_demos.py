@@ -289,6 +289,13 @@ def _topics_by_key(observation_space: gym.spaces.Dict) -> dict[str, str]:
     }
 
 
+def _spaces_json(holder: ReplayBuffer | EpisodeFile) -> dict:
+    return {
+        "observation_space": dict_space_to_json(holder.observation_space),
+        "action_space": box_to_json(holder.action_space),
+    }
+
+
 def demo_files(path: str | os.PathLike) -> list[Path]:
     """``path`` itself, or the ``*.mcap`` files directly in a directory (sorted by name)."""
     path = Path(path)
@@ -327,16 +334,9 @@ def load_demos(
             max(total, 1),
             frame_capacity=total + len(episodes) + 1,
         )
-    want = {
-        "observation_space": dict_space_to_json(buffer.observation_space),
-        "action_space": box_to_json(buffer.action_space),
-    }
+    want = _spaces_json(buffer)
     for file, loaded in episodes:
-        have = {
-            "observation_space": dict_space_to_json(loaded.observation_space),
-            "action_space": box_to_json(loaded.action_space),
-        }
-        differences = describe_differences(want, have)
+        differences = describe_differences(want, _spaces_json(loaded))
         if differences:
             raise DemoFormatError(
                 f"{file} was recorded for other spaces than this run's "

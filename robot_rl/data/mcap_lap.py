@@ -16,12 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_rl.data.mcap_topics import header, image_message
+from robot_rl.data.mcap_topics import IMAGE_TYPE, header, image_message
 
 ODOM_TYPE = "nav_msgs/msg/Odometry"
 IMU_TYPE = "sensor_msgs/msg/Imu"
 TWIST_TYPE = "geometry_msgs/msg/Twist"
-IMAGE_TYPE = "sensor_msgs/msg/Image"
 
 
 def _vector(values) -> dict:

@@ -324,10 +324,6 @@ def run_forward_backward(
     }
 
 
-def default_run_dir(cfg: ForwardBackwardConfig) -> Path:
-    return Path("runs") / f"{cfg.task}-fb-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
 def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None = None) -> dict:
     """Forward-backward training on the twin; returns the summary (also run_dir/summary.json)."""
     from robot_rl.envs.robot_env import RobotEnv
@@ -336,7 +332,8 @@ def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None =
 
     cfg.validate()
     console = console or Console(soft_wrap=True)
-    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(cfg.run_dir or f"runs/{cfg.task}-fb-s{cfg.seed}-{stamp}")
     state = fb_checkpoint.read_state(run_dir, cfg) if cfg.resume else None
     if state is None and (run_dir / fb_checkpoint.STATE_FILE).is_file():
         raise ValueError(

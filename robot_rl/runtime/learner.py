@@ -31,12 +31,12 @@ from robot_rl.agents.acting_policy import frozen_trunk_fingerprint, weights_byte
 from robot_rl.agents.checkpoint import config_to_json, latest_checkpoint, read_metadata
 from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
 from robot_rl.agents.data_parallel import local_data_parallel
-from robot_rl.agents.pretrained import create_agent, encoder_metadata
+from robot_rl.agents.pretrained import create_agent
 from robot_rl.data.transition import Transition
 from robot_rl.envs.task import make_task
 from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.episode_loop import EPISODE_SCALARS
-from robot_rl.runtime.learning_core import LearningCore
+from robot_rl.runtime.learning_core import LearningCore, checkpoint_metadata
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.recipes import resolve
 from robot_rl.runtime.run_dir import RunLogger
@@ -333,14 +333,8 @@ class Learner:
             self.ckpt_dir,
             self.received,  # env steps, as `robot-rl train` names its checkpoints
             metadata={
-                "task": self.cfg.task,
-                "backend": "robot" if self.cfg.hardware else "twin",
+                **checkpoint_metadata(self.cfg, "robot" if self.cfg.hardware else "twin"),
                 "hardware": self.cfg.hardware,
-                "env_id": "",
-                "cameras": list(self.cfg.cameras),
-                "image_size": self.cfg.image_size,
-                "observation": self.cfg.metadata(self.cfg.task),
-                "encoder": encoder_metadata(self.cfg.agent),
                 "cursors": self.cursors,
                 "streams": self.streams,
                 "version": self.version,

@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from robot_rl.agents.checkpoint import read_metadata, restore_agent, save_checkpoint
+from robot_rl.agents.pretrained import encoder_metadata
 from robot_rl.data.mixing import MixedSampler
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.transition import Transition
@@ -46,6 +47,20 @@ def make_sampler(agent, replay, demos, demo_fraction: float) -> MixedSampler:
             for b in (replay, demos)
         )
     return MixedSampler(replay, demos, demo_fraction=demo_fraction)
+
+
+def checkpoint_metadata(cfg, backend: str, env_id: str = "") -> dict:
+    """What `robot-rl eval` and ``--resume`` read of a train or learner run's checkpoint (a gym
+    run records no observation mode)."""
+    return {
+        "task": cfg.task,
+        "backend": backend,
+        "env_id": env_id,
+        "cameras": list(cfg.cameras),
+        "image_size": cfg.image_size,
+        "observation": None if backend == "gym" else cfg.metadata(cfg.task),
+        "encoder": encoder_metadata(cfg.agent),
+    }
 
 
 def store_transition(replay: ReplayBuffer, demos: ReplayBuffer, t: Transition, **extras) -> None:

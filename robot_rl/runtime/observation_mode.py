@@ -148,13 +148,6 @@ def observation_from_metadata(meta: dict, **overrides) -> ObservationMode:
     return dataclasses.replace(mode, **{k: v for k, v in overrides.items() if v is not None})
 
 
-def observation_options(config) -> ObservationMode:
-    """The ObservationMode part of a command's config (which derives from it)."""
-    return ObservationMode(
-        **{f.name: getattr(config, f.name) for f in dataclasses.fields(ObservationMode)}
-    )
-
-
 def _has_privileged_state(task: str) -> bool:
     try:
         return "privileged_state" in {f.name for f in dataclasses.fields(_task_class(task))}

@@ -20,7 +20,7 @@ from rich.console import Console
 from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
 from robot_rl.agents.data_parallel import local_data_parallel
-from robot_rl.agents.pretrained import create_agent, encoder_metadata
+from robot_rl.agents.pretrained import create_agent
 from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.environments import BACKENDS, make_env
 from robot_rl.runtime.episode_loop import EPISODE_SCALARS, EpisodeLoop
@@ -30,8 +30,8 @@ from robot_rl.runtime.interventions import (
     realtime_pace,
     with_interventions,
 )
-from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, LearningCore
-from robot_rl.runtime.observation_mode import ObservationMode, observation_options
+from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, LearningCore, checkpoint_metadata
+from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.recipes import resolve
 from robot_rl.runtime.run_dir import RunLogger
 
@@ -158,11 +158,6 @@ class TrainConfig(ObservationMode):
         return make_env(self.backend, self.task, self.env_id, seed, options)
 
 
-def default_run_dir(cfg: TrainConfig) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{cfg.run_name}-{cfg.backend}-s{cfg.seed}-{stamp}"
-
-
 def reached(cfg: TrainConfig, result: dict) -> bool:
     if cfg.stop_at_return is not None and result["return_mean"] >= cfg.stop_at_return:
         return True
@@ -174,7 +169,8 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     cfg = resolve(cfg)
     cfg.validate()
     console = console or Console(soft_wrap=True)
-    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(cfg.run_dir or f"runs/{cfg.run_name}-{cfg.backend}-s{cfg.seed}-{stamp}")
     env = cfg.make_env(cfg.seed)
     try:
         # success is measured on the task's ground truth, not on what the classifier believes
@@ -208,9 +204,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
     if checkpoint is not None:
         if cfg.backend != "gym":
-            observation_options(cfg).check_matches(
-                read_metadata(checkpoint), cfg.task, str(checkpoint)
-            )
+            cfg.check_matches(read_metadata(checkpoint), cfg.task, str(checkpoint))
         meta = core.restore(checkpoint)
         start_step, episodes = meta["step"], meta["episodes"]
         console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
@@ -239,25 +233,12 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
     )
 
-    run_observation = observation_options(cfg).metadata(cfg.task) if cfg.backend != "gym" else None
+    run_metadata = checkpoint_metadata(cfg, cfg.backend, cfg.env_id)
     loop = EpisodeLoop(env, core.add)
     loop.episodes = episodes
 
     def checkpoint_now(step: int) -> None:
-        core.save(
-            ckpt_dir,
-            step,
-            metadata={
-                "episodes": loop.episodes,
-                "task": cfg.task,
-                "backend": cfg.backend,
-                "env_id": cfg.env_id,
-                "cameras": list(cfg.cameras),
-                "image_size": cfg.image_size,
-                "observation": run_observation,
-                "encoder": encoder_metadata(cfg.agent),
-            },
-        )
+        core.save(ckpt_dir, step, metadata={"episodes": loop.episodes, **run_metadata})
 
     def policy(obs: dict) -> np.ndarray:
         return core.behaviour_action(obs, env.action_space)

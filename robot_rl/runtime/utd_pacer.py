@@ -34,13 +34,6 @@ class PacingRefused(ValueError):
     """Pacing asked for where the actor must never wait (a real robot)."""
 
 
-def _backend(env):
-    backend = getattr(env, "backend", None)
-    if backend is None:
-        backend = getattr(getattr(env, "unwrapped", None), "backend", None)
-    return backend
-
-
 class UtdPacer:
     """Holds the actor while the learner is more than ``max_lag`` transitions behind."""
 
@@ -61,7 +54,9 @@ class UtdPacer:
         real robot."""
         if max_lag is None:
             return None
-        backend = _backend(env)
+        backend = getattr(env, "backend", None)
+        if backend is None:
+            backend = getattr(getattr(env, "unwrapped", None), "backend", None)
         if getattr(backend, "is_simulated", False):
             return cls(max_lag)
         if getattr(backend, "use_sim_time", False) and hasattr(backend, "pause_simulation"):
