@@ -9,6 +9,7 @@ franky-sim then runs slower than real time. Timings are measured in
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 
@@ -397,7 +398,8 @@ def test_configure_fails_with_one_clear_line_when_nothing_answers(tmp_path):
         )
     finally:
         driver.stop()
-    assert f"Franka at {silent} does not answer" in line
+    # refused at once, or (on a loaded machine) still unanswered when connect_timeout runs out
+    assert re.search(rf"Franka at {re.escape(silent)} (does not|did not) answer", line), line
     assert "Traceback" not in driver.output()
 
 
