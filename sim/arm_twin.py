@@ -124,7 +124,6 @@ class ArmTwin(TwinRendering):
         down = quat_to_mat([0.0, 1.0, 0.0, 0.0])
         self.move_to(np.array([0.45, 0.0, 0.3]), mat_to_quat(down), 0.0)
 
-    # -- the controller -------------------------------------------------------------------
     def _arm_jacobian(self) -> np.ndarray:
         mujoco.mj_jacSite(self.model, self.data, self._jac[:3], self._jac[3:], self._tcp)
         return self._jac[:, self._arm_dofs]
@@ -164,7 +163,6 @@ class ArmTwin(TwinRendering):
         self.data.ctrl[:7] = self._control_torques()
         mujoco.mj_step2(self.model, self.data)
 
-    # -- the backend contract ---------------------------------------------------------------
     def send(self, command: Command) -> None:
         pos = np.asarray(command["tcp_pos"], np.float64).reshape(3)
         quat = np.asarray(command.get("tcp_quat", mat_to_quat(self._target_rot)), np.float64)

@@ -90,7 +90,6 @@ class CarTwin(TwinRendering):
         mujoco.mj_forward(model, self.data)
         self._odom = self._true_pose()
 
-    # -- backend protocol -----------------------------------------------------------------
     def read(self) -> Reading:
         d = self.data
         x, y = d.qpos[4:6]
@@ -164,7 +163,6 @@ class CarTwin(TwinRendering):
         self._accel_peak = np.zeros(3)
         self._odom = self._true_pose() + drift
 
-    # -- helpers --------------------------------------------------------------------------
     def _true_pose(self) -> np.ndarray:
         w, x, y, z = self.data.qpos[3:7]
         yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))

@@ -70,7 +70,6 @@ class SimulatedHuman:
         self.takeovers = 0
         self.reset()
 
-    # ------------------------------------------------------------------------------ budget
     def episode_budget(self) -> int:
         """Intervened steps allowed in the current episode."""
         share = self.config.episode_share
@@ -87,7 +86,6 @@ class SimulatedHuman:
         total_cap = self.config.total_share * self.total_steps
         return self._episode_budget_left() and self.total_intervened < total_cap
 
-    # ---------------------------------------------------------------------------- triggers
     def _stuck(self) -> bool:
         window = self.config.stuck_window
         history = self._rewards
@@ -107,7 +105,6 @@ class SimulatedHuman:
             np.any(ahead < np.asarray(low) - margin) or np.any(ahead > np.asarray(high) + margin)
         )
 
-    # ------------------------------------------------------------------------ TeleopSource
     def reset(self) -> None:
         self.episode_intervened = 0
         self._correcting_left = 0

@@ -114,14 +114,12 @@ class CarLapTask(Task):
     def checkpoint_array(self) -> np.ndarray:
         return np.asarray(self.checkpoints, np.float64)
 
-    # -- spaces ---------------------------------------------------------------------------
     def state_space(self) -> gym.spaces.Box:
         return gym.spaces.Box(-np.inf, np.inf, (13,), np.float32)
 
     def action_space(self) -> gym.spaces.Box:
         return gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
 
-    # -- the loop -------------------------------------------------------------------------
     def observe(self, reading: Reading) -> dict[str, np.ndarray]:
         lap = self._update(reading)
         cps = self.checkpoint_array
@@ -173,7 +171,6 @@ class CarLapTask(Task):
             "recoveries": lap.recoveries,
         }
 
-    # -- resets ---------------------------------------------------------------------------
     def reset(self, backend: Backend, rng: np.random.Generator) -> None:
         lap = self._lap
         first = lap.backend is not backend
@@ -230,7 +227,6 @@ class CarLapTask(Task):
         heading = np.array([np.cos(pose[2]), np.sin(pose[2])])
         return (k + 1) % len(cps) if np.dot(cps[k] - pose[:2], heading) < 0 else k
 
-    # -- progress bookkeeping -------------------------------------------------------------
     def _update(self, reading: Reading) -> LapProgress:
         """Advance the episode's progress once per new reading (every hook calls this)."""
         lap = self._lap

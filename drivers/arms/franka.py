@@ -165,7 +165,6 @@ class FrankaDriver(DeviceNode):
         self.last_refusal = ""
         self._ros_ready = False
 
-    # -- lifecycle hooks ---------------------------------------------------------------------
     def open_device(self) -> None:
         if not self._ros_ready:
             self._make_ros_interfaces()
@@ -213,7 +212,7 @@ class FrankaDriver(DeviceNode):
         self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
         self._ros_ready = True
 
-    # -- state (called from the link's thread) -------------------------------------------------
+    # called from the link's thread
     def _publish_state(self, s: ArmState) -> None:
         if not self.context.ok():
             return  # shutting down: the link thread is about to be stopped
@@ -227,7 +226,6 @@ class FrankaDriver(DeviceNode):
         if s.gripper is not None:
             pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [s.gripper], stamp=s.stamp))
 
-    # -- commands ------------------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:
         self.refused += 1
         self.last_refusal = reason
@@ -279,7 +277,6 @@ class FrankaDriver(DeviceNode):
         if self._ready_for("gripper command"):
             self.link.command_gripper(min(max(msg.data, 0.0), 1.0))
 
-    # -- services ----------------------------------------------------------------------------
     async def _on_reset(self, request, response):
         # A coroutine: the executor keeps serving estop, commands and /diagnostics while the
         # arm travels; the link's thread completes the future and wakes the executor.

@@ -108,7 +108,6 @@ class FrankaLink:
         self._reset: _Reset | None = None
         self._next_reconnect = 0.0
 
-    # -- connection ---------------------------------------------------------------------------
     def connect(self) -> None:
         """Connect (bounded by ``connect_timeout``) and set the controller up; raises
         ``ConnectError`` with one line when the robot does not answer."""
@@ -182,7 +181,7 @@ class FrankaLink:
         self._motion = None
         self.mode = DISCONNECTED
 
-    # -- requests (any thread) ------------------------------------------------------------------
+    # requests, from any thread
     def command_pose(self, pos: np.ndarray, quat: np.ndarray) -> None:
         with self._lock:
             self._target = (np.asarray(pos, np.float64), normalise(quat))
@@ -240,7 +239,6 @@ class FrankaLink:
         while not enabled and self._motion is not None and time.monotonic() < deadline:
             time.sleep(0.002)
 
-    # -- the thread ------------------------------------------------------------------------------
     def _run(self) -> None:
         period = 1.0 / self.config.state_hz
         next_cycle = time.monotonic()

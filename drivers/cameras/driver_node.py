@@ -161,14 +161,12 @@ class CameraDriverNode(DeviceNode):
         self._configure_error: str | None = None
         self._last_published_at = time.monotonic()
 
-    # -- what a driver provides ------------------------------------------------------------
     def streams(self) -> tuple[str, ...]:
         return ("color",)
 
     def make_source(self) -> CameraSource:
         raise NotImplementedError
 
-    # -- lifecycle hooks ---------------------------------------------------------------------
     def open_device(self) -> None:
         self._configure_error = None
         source = self.make_source()
@@ -208,7 +206,6 @@ class CameraDriverNode(DeviceNode):
             except Exception as error:  # a vanished device may not close cleanly
                 self.get_logger().warning(f"closing {source.description}: {error}")
 
-    # -- the reader thread -------------------------------------------------------------------
     def _read_loop(self) -> None:
         try:
             while not self._stop.is_set():
@@ -267,7 +264,6 @@ class CameraDriverNode(DeviceNode):
         self._reconnects += 1
         self.get_logger().info(f"reconnected to {source.description}")
 
-    # -- publishing ----------------------------------------------------------------------------
     def geometry(self, width: int, height: int, stream: str = "color") -> FrameGeometry:
         """The crop and resize for a ``width`` x ``height`` frame (ValueError if the crop does
         not fit it)."""
@@ -301,7 +297,6 @@ class CameraDriverNode(DeviceNode):
         self.published[frame.stream] += 1
         self._last_published_at = time.monotonic()
 
-    # -- diagnostics ----------------------------------------------------------------------------
     def status(self) -> tuple[int, str]:
         """Diagnostic level and message."""
         if self._reader is None:

@@ -169,7 +169,6 @@ class VescDriver(DeviceNode):
         self.heading_source = "steering"
         self._ros_ready = False
 
-    # -- lifecycle hooks ---------------------------------------------------------------------
     def open_device(self) -> None:
         if not self._ros_ready:
             self._make_ros_interfaces()
@@ -206,7 +205,6 @@ class VescDriver(DeviceNode):
         self.create_timer(1.0 / self.config.diagnostics_hz, self._publish_diagnostics)
         self._ros_ready = True
 
-    # -- commands ------------------------------------------------------------------------------
     def _refuse(self, reason: str) -> None:
         self.refused += 1
         self.last_refusal = reason
@@ -233,7 +231,7 @@ class VescDriver(DeviceNode):
             servo_position(self.steering, self.servo),
         )
 
-    # -- telemetry (called from the link's thread) -----------------------------------------------
+    # called from the link's thread
     def _on_values(self, values: proto.Values, servo: float, stamp: float) -> None:
         if not self.context.ok():
             return
@@ -290,7 +288,6 @@ class VescDriver(DeviceNode):
         roll, pitch = tilt_from_accel(self._gravity)
         self._imu_state = (time.monotonic(), msg.angular_velocity.z, roll, pitch)
 
-    # -- services ------------------------------------------------------------------------------
     def _on_estop(self, request, response):
         if self.link is None:
             response.success, response.message = False, "not configured"

@@ -74,7 +74,6 @@ class VescLink:
         self._crc_errors_before = 0
         self._holding = True
 
-    # -- connection ----------------------------------------------------------------------------
     def connect(self) -> None:
         """Open the port once (configure); raises ConnectError in one line."""
         try:
@@ -129,7 +128,6 @@ class VescLink:
         since = self.last_answer if self.last_answer is not None else self.connected_since
         return time.monotonic() - since > self.settings.silent_timeout
 
-    # -- commands --------------------------------------------------------------------------------
     def command(self, motor: float, servo: float) -> None:
         """A new set-point, in force until the watchdog runs out; written at once (not only on
         the next cycle), so a command waits for no telemetry period."""
@@ -183,7 +181,6 @@ class VescLink:
         except Exception as error:  # serial.SerialException, OSError, write timeout
             self._drop(f"write failed: {error}")
 
-    # -- the loop ------------------------------------------------------------------------------
     def start(self) -> None:
         self._running = True
         self._thread = threading.Thread(target=self._run, name="vesc-link", daemon=True)

@@ -95,7 +95,7 @@ class PacketReader:
         return payloads
 
 
-# -- commands (host -> VESC) -----------------------------------------------------------------
+# commands, host -> VESC
 def set_duty(duty: float) -> bytes:
     return struct.pack(">Bi", COMM_SET_DUTY, round(duty * 100_000))
 
@@ -140,7 +140,7 @@ def decode_command(payload: bytes) -> tuple[int, float | None]:
     return cid, None
 
 
-# -- telemetry (VESC -> host) ----------------------------------------------------------------
+# telemetry, VESC -> host
 @dataclass(frozen=True)
 class Values:
     """The head of COMM_GET_VALUES's answer (firmware 3.x to 6.x share it up to the fault)."""

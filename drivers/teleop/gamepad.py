@@ -111,7 +111,6 @@ class GamepadConfig(TeleopConfig):
     button_threshold: float = param(0.5, "an axis named as a button is pressed beyond this", _unit)
 
 
-# -- the device -------------------------------------------------------------------------------
 class EvdevFile:
     """An evdev device file read as raw ``input_event`` bytes (non-blocking). The kernel fails
     the read with ENODEV once the device is unplugged; end of file (a pipe in tests) counts the
@@ -160,7 +159,6 @@ def open_evdev(path: str) -> EvdevFile:
         raise
 
 
-# -- discovery --------------------------------------------------------------------------------
 def is_gamepad(key_codes: Iterable[int], has_abs: bool) -> bool:
     return has_abs and any(code in GAMEPAD_BUTTONS for code in key_codes)
 
@@ -260,7 +258,6 @@ def open_gamepad(config: GamepadConfig) -> EvdevFile:
         ) from None
 
 
-# -- the node ---------------------------------------------------------------------------------
 def _button(name: str):
     return button_key(name) if name.strip() else None
 

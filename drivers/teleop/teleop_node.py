@@ -165,7 +165,6 @@ class TeleopNode(DeviceNode):
         self.create_timer(1.0 / self.config.rate_hz, self._tick)
         self.create_timer(1.0 / self.config.diagnostics_hz, self.publish_diagnostics)
 
-    # -- what a device module provides ----------------------------------------------------------
     def build_mapper(self, config) -> TeleopMapper:
         raise NotImplementedError
 
@@ -188,7 +187,6 @@ class TeleopNode(DeviceNode):
         """The parser's counters for /diagnostics (called once there is a parser)."""
         return {}
 
-    # -- lifecycle ----------------------------------------------------------------------------
     def open_device(self) -> None:
         with self._lock:
             try:
@@ -215,7 +213,6 @@ class TeleopNode(DeviceNode):
         with self._lock:
             self._close("closed")
 
-    # -- device --------------------------------------------------------------------------------
     def _connect(self) -> None:
         try:
             device = self._opener(self.config)
@@ -292,7 +289,6 @@ class TeleopNode(DeviceNode):
                 frame = RELEASED
         self._publish(frame)
 
-    # -- output -------------------------------------------------------------------------------
     def _publish(self, frame: TeleopFrame) -> None:
         header = Header(stamp=self.get_clock().now().to_msg(), frame_id=self.config.frame_id)
         twist = TwistStamped(header=header)

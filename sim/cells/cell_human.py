@@ -150,7 +150,6 @@ class CellHumanNode(Node):
         self.create_timer(1.0 / c.rate_hz, self._publish)
         self.create_timer(1.0, self._publish_diagnostics)
 
-    # -- what the operator sees ------------------------------------------------------------------
     def _keep(self, key: str, extract):
         def keep(msg) -> None:
             with contextlib.suppress(ValueError):  # a malformed message shows nothing
@@ -170,7 +169,6 @@ class CellHumanNode(Node):
             return None
         return reading
 
-    # -- what the operator does ------------------------------------------------------------------
     def _decide(self) -> None:
         reading = self._reading()
         if reading is None:  # nothing to see: hands off

@@ -77,7 +77,6 @@ class CellWorld:
         self._running = False
         self.error: BaseException | None = None
 
-    # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         """Bind the robot's and the hand's ports on ``host`` and start stepping."""
         import franky_sim
@@ -129,7 +128,6 @@ class CellWorld:
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    # -- the loop ------------------------------------------------------------------------------
     def _run(self) -> None:
         try:
             while self._running:
@@ -189,7 +187,6 @@ class CellWorld:
         elapsed = time.monotonic() - self._started_wall
         return self.steps * 1e-3 / elapsed if elapsed > 0 else 0.0
 
-    # -- objects -------------------------------------------------------------------------------
     def random_cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """Where a person puts the cube: where the task's twin reset does, 1 mm up."""
         return self.task.random_cube_pose(self.rng, above=0.001)

@@ -107,7 +107,6 @@ class VescPeer:
         self._thread: threading.Thread | None = None
         self._running = False
 
-    # -- the port ------------------------------------------------------------------------------
     def start(self) -> VescPeer:
         self.plug()
         self._running = True
@@ -153,7 +152,6 @@ class VescPeer:
         with self._lock:
             return next((v for k, v in reversed(self.commands) if k == kind), None)
 
-    # -- serving -------------------------------------------------------------------------------
     def _serve(self) -> None:
         while self._running:
             with self._lock:

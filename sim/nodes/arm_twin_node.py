@@ -59,7 +59,6 @@ class ArmTwinNode(TwinDriverNode):
         self.create_subscription(Float64, "cmd/gripper", self._on_gripper, command_qos())
         super().open_device()
 
-    # -- readings ------------------------------------------------------------------------------
     def publish_readings(self, reading: Reading, stamp: float) -> None:
         pubs = self._pubs
         pubs["joint_states"].publish(
@@ -87,7 +86,6 @@ class ArmTwinNode(TwinDriverNode):
             )
         return self._object_pubs[name]
 
-    # -- commands ------------------------------------------------------------------------------
     def _on_pose(self, msg: PoseStamped) -> None:
         pos, quat = msg_to_pose(msg)
         self.apply({"tcp_pos": pos, "tcp_quat": quat}, from_stamp(msg.header.stamp))

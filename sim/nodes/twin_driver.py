@@ -81,7 +81,6 @@ class TwinDriverNode(DeviceNode):
         self._wall = Clock(clock_type=ClockType.STEADY_TIME)
         self._timers = []
 
-    # -- subclass interface ----------------------------------------------------------------
     def publish_readings(self, reading: Reading, stamp: float) -> None:
         raise NotImplementedError
 
@@ -103,7 +102,6 @@ class TwinDriverNode(DeviceNode):
         physics = task.replace(control_hz=self.params["physics_hz"], cameras=())
         return make_twin_backend(physics)
 
-    # -- lifecycle hooks ---------------------------------------------------------------------
     def open_device(self) -> None:
         self.twin = self.build_twin()
         self.sim_time = float(self.twin.data.time)
@@ -140,7 +138,6 @@ class TwinDriverNode(DeviceNode):
             self.twin.close()
             self.twin = None
 
-    # -- commands ------------------------------------------------------------------------------
     def accepts_commands(self) -> bool:
         ready = self.twin is not None and self.motion_enabled
         return ready and not self.estopped and not self.fault
@@ -176,7 +173,6 @@ class TwinDriverNode(DeviceNode):
         self.holding = False
         return True
 
-    # -- the physics loop ----------------------------------------------------------------------
     def _tick(self) -> None:
         if self.twin is None:
             return
@@ -197,7 +193,6 @@ class TwinDriverNode(DeviceNode):
         self.publish_readings(self.reading, self.sim_time)
         self._state_pub.publish(pack_sim_state(self.sim_time, self.twin.data))
 
-    # -- services ----------------------------------------------------------------------------
     def _on_reset(self, request, response):
         if self.twin is None or self.estopped or self.fault:
             response.success = False
