@@ -56,7 +56,7 @@ class ServoLimits:
 
 
 def steering_for(
-    speed: float, yaw_rate: float, wheelbase: float, max_steering: float, last: float
+    speed: float, yaw_rate: float, wheelbase: float, max_steering: float, last: float = 0.0
 ) -> float:
     """Bicycle-model steering angle that turns at ``yaw_rate`` when driving at ``speed``; at a
     near standstill the yaw rate says nothing, and the last angle stays."""

@@ -17,20 +17,12 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu
 from std_msgs.msg import Bool
 
+from robot_rl.drivers.car.vesc_kinematics import steering_for
 from robot_rl.envs.backend import Reading
 from robot_rl.ros.convert import imu_msg, odometry_msg, twist_to_array
 from robot_rl.ros.node_base import main_for
 from robot_rl.ros.qos import command_qos, sensor_qos
 from robot_rl.sim.nodes.twin_driver import TwinDriverNode
-
-MIN_STEERING_SPEED = 0.05
-"""Below this speed (m/s) a yaw rate says nothing about the steering angle: keep the last one."""
-
-
-def steering_for(speed: float, yaw_rate: float, wheelbase: float, max_steering: float) -> float:
-    """Bicycle-model steering angle that turns at ``yaw_rate`` when driving at ``speed``."""
-    angle = math.atan(wheelbase * yaw_rate / speed)
-    return float(np.clip(angle, -max_steering, max_steering))
 
 
 def _quat_multiply(a, b) -> np.ndarray:
@@ -90,8 +82,8 @@ class CarTwinNode(TwinDriverNode):
 
         velocity = twist_to_array(msg)
         speed, yaw_rate = float(velocity[0]), float(velocity[5])
-        if np.isfinite(speed) and np.isfinite(yaw_rate) and abs(speed) >= MIN_STEERING_SPEED:
-            self._steering = steering_for(speed, yaw_rate, WHEELBASE, MAX_STEERING)
+        if np.isfinite(speed) and np.isfinite(yaw_rate):
+            self._steering = steering_for(speed, yaw_rate, WHEELBASE, MAX_STEERING, self._steering)
         # Twist has no stamp: freshness is the watchdog's business; non-finite values are
         # refused (and latch a fault) by the twin's own checks
         self.apply({"speed": np.array([speed]), "steering": np.array([self._steering])}, None)
