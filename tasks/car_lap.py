@@ -7,11 +7,10 @@ progress towards the current one. A crash (an IMU impact or a flip) or getting s
 episode; the next reset recovers the car autonomously (``robot_rl.resets.car_recovery``), so
 practice needs no person.
 
-What the car knows, on the robot and in the twin alike: its odometry (``odom_pose``: wheel speed
-and IMU yaw rate integrated from where it started, in the frame of the recorded lap, drifting as
-a real car's does), its speeds and its IMU, and its forward camera. The twin's true pose never
-enters the observation, the reward or the recovery; the twin reads it only to place the car and
-to right it after a flip. Checkpoint directions below are computed from the odometry pose.
+What the car knows, on the robot and in the twin alike (``odom_pose``, speeds, IMU, forward
+camera: docs/ARCHITECTURE.md); the twin's true pose never enters the observation, the reward or
+the recovery, only placing the car and righting it after a flip. Checkpoint directions below
+are computed from the odometry pose.
 
 State vector (13, float32), all in the car frame:
     0 forward speed m/s, 1 lateral speed m/s, 2 yaw rate rad/s,

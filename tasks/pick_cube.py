@@ -6,9 +6,8 @@ gripper in the last dim (> 0.5 close, < -0.5 open, otherwise keep: the hybrid-gr
 
 State (float32, 10): ``tcp_pos`` relative to the reset pose (3, in 10 cm), ``tcp_vel`` linear
 (3, in 0.2 m/s), ``gripper_pos`` (1, 0 open .. 1 closed), cube position minus TCP position (3,
-in 10 cm). The last three are privileged:
-they exist on the twin only (research, state-only training); a real-robot run uses cameras
-and drops them with ``privileged_state=False``.
+in 10 cm). The last three are privileged: they exist on the twin only (research, state-only
+training); a real-robot run uses cameras and drops them with ``privileged_state=False``.
 """
 
 from __future__ import annotations

@@ -13,10 +13,9 @@ keys, but typed in this terminal, so one terminal steers and answers.
 
 A terminal reports key presses, never releases, so a motion key counts as held for ``key_hold_s``
 after its last press; holding it down keeps it held through the terminal's auto-repeat (so a
-held y is one success, not many). The
-terminal is put in raw mode (every key arrives at once, unechoed) and restored on exit, and a
-last message releases everything so the robot goes back to the policy without waiting for the
-staleness bound.
+held y is one success, not many). The terminal is put in raw mode (every key arrives at once,
+unechoed) and restored on exit, and a last message releases everything so the robot goes back
+to the policy without waiting for the staleness bound.
 """
 
 from __future__ import annotations

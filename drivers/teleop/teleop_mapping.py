@@ -1,8 +1,6 @@
 """From a teleop device's normalised axes and pressed buttons to the teleop contract: a twist of
-six entries in [-1, 1] and the five Joy buttons of ``robot_rl.ros.teleop_contract``: the three
-that ``robot_rl.ros.teleop.RosTeleopSource`` reads (0 hold-to-intervene, 1 close the gripper,
-2 open it) and the operator's success (3) and reject (4), which
-``robot_rl.ros.operator_buttons`` reads. Pure: no ROS, no device library, so the SpaceMouse and
+six entries in [-1, 1] and the five Joy buttons of ``robot_rl.ros.teleop_contract`` (each button
+and its reader: docs/ARCHITECTURE.md). Pure: no ROS, no device library, so the SpaceMouse and
 gamepad nodes share it and it is tested on its own.
 
 Each twist entry names one device axis, optionally negated (``"-ty"``, ``"-ABS_Y"``) or

@@ -1,8 +1,6 @@
 """What the SpaceMouse and gamepad nodes share: a lifecycle node that drains a byte device into
-a parser at ``rate_hz``, publishes ``/teleop/twist`` and ``/teleop/joy`` (the contract of
-``robot_rl.ros.teleop``: reliable, depth 1, twist entries in [-1, 1], Joy buttons intervene,
-close, open, and the operator's success and reject: ``robot_rl.ros.teleop_contract``), survives
-unplugging, and reports on ``/diagnostics``.
+a parser at ``rate_hz``, publishes ``/teleop/twist`` and ``/teleop/joy`` (the teleop contract:
+docs/ARCHITECTURE.md, ``teleop_mapping``), survives unplugging, and reports on ``/diagnostics``.
 
 Lifecycle: configure opens the device (a missing device fails configure with one line naming
 it); activate starts publishing; deactivate publishes one released frame and stops; cleanup

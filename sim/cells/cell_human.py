@@ -1,11 +1,9 @@
 """The simulated FR3 cell's operator: a person at a SpaceMouse who can see the cube.
 
 It publishes ``/teleop/twist`` and ``/teleop/joy`` exactly as the SpaceMouse node does (the
-contract of ``robot_rl.ros.teleop``: reliable, depth 1, at ``rate_hz``; twist entries in
-[-1, 1] where full deflection is the task's largest step, in the base frame; Joy buttons
-intervene, close the gripper, open it, success, reject (``robot_rl.ros.teleop_contract``); the
-released frame while hands are off), so the actor takes its corrections through the same
-``RosTeleopSource`` that reads a real device.
+teleop contract, docs/ARCHITECTURE.md; at ``rate_hz``, full deflection being the task's largest
+step, in the base frame; the released frame while hands are off), so the actor takes its
+corrections through the same ``RosTeleopSource`` that reads a real device.
 
 Who it is: the twin's ``SimulatedHuman`` (``sim/simulated_human.py``: the expert steps in on
 trouble, within a budget), its budget counted per ``max_episode_steps`` control periods. It

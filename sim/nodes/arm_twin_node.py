@@ -1,10 +1,7 @@
 """The arm twin as a ROS 2 driver: the topics, services and safety of a real arm driver
-(docs/ARCHITECTURE.md), served from the MuJoCo arm twin.
-
-Publishes (in its namespace, e.g. ``/arm``): ``joint_states``, ``ee_pose``, ``ee_twist``,
-``ee_wrench``, ``gripper/joint_states`` (one joint, ``gripper``: 0 open .. 1 closed), on
-sensor-data QoS, plus the twin-only ``/sim/objects/<name>/pose``. Subscribes ``cmd/ee_pose``
-and ``cmd/gripper`` (reliable, depth 1).
+(docs/ARCHITECTURE.md; joints and frames as the Franka node's, ``drivers/arms/franka.py``),
+served from the MuJoCo arm twin in its namespace (e.g. ``/arm``), plus the twin-only
+``/sim/objects/<name>/pose``.
 
     python -m robot_rl.sim.nodes.arm_twin_node --ros-args -r __ns:=/arm -p speedup:=5.0
 """
