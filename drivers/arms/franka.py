@@ -18,9 +18,8 @@ meet the real-time deadline (a pylibfranka control callback is Python, 1000 time
 plus the gripper and ``recover_from_errors``. It speaks franky-sim's protocol (version 10) as
 installed, so the tests run the real client against a real protocol peer.
 
-Safety, in order: a command is refused (and never reaches libfranka) when it is unstamped,
-older than ``command_max_age``, stamped in the future, non-finite, in another frame, or has a
-malformed quaternion (``franka_safety``); a valid target is clipped into the node's
+Safety, in order: a command that fails ``franka_safety``'s checks (age: ``command_max_age``) is
+refused and never reaches libfranka; a valid target is clipped into the node's
 ``workspace_min``/``workspace_max`` box and limited to ``max_step_translation`` /
 ``max_step_rotation`` from the measured pose; the Cartesian impedance controller
 (``cartesian_impedance``; compliant: the arm yields to contact) sees at most

@@ -18,12 +18,11 @@ as the IMU sees the car (a flipped car shows), the speed from the ERPM, starting
 ``imu: true``; a RealSense D435i's IMU is ``robot-rl-realsense-imu``) and ``/diagnostics``.
 Services: ``estop`` (SetBool).
 
-Safety (``vesc_link``): a non-finite cmd_vel is refused; the watchdog zeroes the motor and
-centres the servo when no cmd_vel arrived within ``watchdog_timeout``; ``estop`` zeroes at once
-and refuses motion until released; a VESC silent for ``silent_timeout`` is an error on
-/diagnostics and gets zero; a lost port is reopened every ``reconnect_period``; deactivate
-zeroes the motor. The VESC's own app timeout (VESC Tool, ``App Settings > General > Timeout``)
-should be set too: it stops the motor if this node dies.
+Safety: a non-finite cmd_vel is refused; ``vesc_link`` says when the motor gets zero and the
+servo centre (watchdog, ``estop``, a silent VESC, deactivate) and reopens a lost port; ``estop``
+refuses motion until released, and a silent VESC is an error on /diagnostics. The VESC's own
+app timeout (VESC Tool, ``App Settings > General > Timeout``) should be set too: it stops the
+motor if this node dies.
 """
 
 from __future__ import annotations

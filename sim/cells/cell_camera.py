@@ -1,8 +1,7 @@
 """One camera of the simulated FR3 cell, as its own process like a real camera driver (so it can
-be killed and respawned): a ``StateCameraNode`` (``sim/cells/state_camera.py``) rendering the
-cell's model (``fr3_scene``) offscreen (``MUJOCO_GL=egl``) at the states of ``/sim/cell/state``,
-publishing what a camera driver publishes (``sim/nodes/camera_node.py``, the RealSense and
-OpenCV nodes).
+be killed and respawned): a ``StateCameraNode`` (``sim/cells/state_camera.py``: what it
+publishes) rendering the cell's model (``fr3_scene``) offscreen (``MUJOCO_GL=egl``) at the states
+of ``/sim/cell/state``.
 
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/wrist_cam -p part:=camera -p camera:=wrist
 """
