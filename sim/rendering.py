@@ -43,8 +43,7 @@ class FrameRenderer:
 
 class TwinRendering:
     """``render_frame`` and ``close`` of a twin that holds its ``data``, a video renderer
-    (``_video``, a ``FrameRenderer``) and a renderer of its camera observations (``_renderer``,
-    None without cameras)."""
+    (``_video``, a ``FrameRenderer``) and its cameras' (``_renderer``, None without cameras)."""
 
     def render_frame(self, size: int = 256) -> np.ndarray:
         """A video frame from the twin's video camera (evaluation videos)."""

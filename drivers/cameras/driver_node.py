@@ -265,8 +265,7 @@ class CameraDriverNode(DeviceNode):
         self.get_logger().info(f"reconnected to {source.description}")
 
     def geometry(self, width: int, height: int, stream: str = "color") -> FrameGeometry:
-        """The crop and resize for a ``width`` x ``height`` frame (ValueError if the crop does
-        not fit it)."""
+        """Crop and resize for a ``width`` x ``height`` frame (ValueError: crop does not fit)."""
         key = (stream, width, height)
         if key not in self._geometry:
             self._geometry[key] = FrameGeometry.build(

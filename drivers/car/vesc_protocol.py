@@ -123,8 +123,7 @@ def get_imu_data(mask: int = IMU_MASK) -> bytes:
 
 def decode_command(payload: bytes) -> tuple[int, float | None]:
     """(command id, value) of a host command: duty (-1..1), ERPM, amps (current or brake
-    current) or servo position (0..1); None for a request without a value. Raises ValueError on
-    a short payload."""
+    current) or servo position (0..1); None for a request without a value. ValueError: too short."""
     cid = payload[0]
     try:
         if cid == COMM_SET_DUTY:

@@ -113,8 +113,7 @@ class GamepadConfig(TeleopConfig):
 
 class EvdevFile:
     """An evdev device file read as raw ``input_event`` bytes (non-blocking). The kernel fails
-    the read with ENODEV once the device is unplugged; end of file (a pipe in tests) counts the
-    same."""
+    the read with ENODEV once the device is unplugged; so does end of file (a pipe in tests)."""
 
     def __init__(
         self,

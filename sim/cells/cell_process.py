@@ -36,8 +36,7 @@ def chosen_part(args: list[str] | None, parts: tuple[str, ...]) -> str:
 
 
 def physics_status(world, factor: float) -> tuple[bytes, str]:
-    """The world's diagnostic level and message at real-time ``factor``: stopped, slow or at
-    pace."""
+    """The world's diagnostic level and message at real-time ``factor``: stopped, slow, at pace."""
     if world.error is not None or not world.alive:
         return DiagnosticStatus.ERROR, f"physics stopped: {world.error}"
     if factor < SLOW_FACTOR:

@@ -38,8 +38,7 @@ def _find_body(root: ET.Element, name: str) -> ET.Element:
 
 
 def extend_scene(sim, task: str = "pick_cube") -> None:
-    """Add the task's scene to franky-sim's ``MujocoSimulator`` (robot already added, before
-    ``start()``)."""
+    """Add the task's scene to franky-sim's ``MujocoSimulator`` (robot added, not started)."""
     if task not in TASKS:
         raise ValueError(f"the FR3 cell has a scene for {', '.join(TASKS)}, not {task!r}")
     scene, world = sim.scene, sim.worldbody

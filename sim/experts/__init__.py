@@ -23,8 +23,7 @@ class ScriptedExpert(Protocol):
 
 class PhasedExpert:
     """An arm expert that walks through phases from ``first_phase``, asking each step for a
-    ``gain`` fraction of the remaining error; subclasses reset their own counters in
-    ``restart``."""
+    ``gain`` fraction of the remaining error; subclasses reset their counters in ``restart``."""
 
     first_phase: str
 

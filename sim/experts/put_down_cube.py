@@ -1,5 +1,4 @@
-"""Scripted put-down: lower the held cube onto the table, open, move clear. Reads the privileged
-cube pose."""
+"""Scripted put-down: lower the held cube to the table, open, move clear (privileged cube pose)."""
 
 from __future__ import annotations
 
