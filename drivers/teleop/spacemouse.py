@@ -121,8 +121,7 @@ def hid_backend():
 
 def discover() -> list[dict]:
     """The SpaceMice this machine's HID layer lists (``enumerate()`` of ``hid_backend()``), one
-    dict each; opening one may still need a udev rule. Raises ``ModuleNotFoundError`` without
-    hidapi."""
+    dict each; opening one may still need a udev rule. ``ModuleNotFoundError`` without hidapi."""
     found, seen = [], set()
     for entry in hid_backend().enumerate():
         model = spacemouse_model(entry)
