@@ -67,9 +67,6 @@ class Check:
     """Machine-readable extras (version, devices, backend), flattened into the JSON entry."""
 
 
-# ---- probes: each runs in a child process and returns a JSON-able dict ---------------------
-
-
 def _missing(what: str, fix: str) -> dict[str, Any]:
     return {"status": "missing", "detail": f"{what} is not installed", "fix": fix}
 
@@ -261,9 +258,6 @@ def probe_main(name: str) -> None:
         result = {"status": "error", "detail": f"{type(err).__name__}: {err}"}
     sys.stdout.flush()
     print(MARKER + jsonlib.dumps(result, default=str), flush=True)
-
-
-# ---- the parent: run probes, collect, report ----------------------------------------------
 
 
 def _child_env() -> dict[str, str]:

@@ -120,9 +120,6 @@ def reset_arm(
     return move_to_reset_pose(backend, pose, rng)
 
 
-# -- re-grasping ----------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class GraspSpec:
     """Where a pre-grasped task's object waits to be picked and how to tell that it is held."""

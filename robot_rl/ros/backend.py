@@ -88,7 +88,6 @@ class RosRobotBackend:
         self._spinner = threading.Thread(target=self._spin, name="ros-backend", daemon=True)
         self._spinner.start()
 
-    # -- topics ------------------------------------------------------------------------------
     def topic(self, relative: str) -> str:
         return f"{self.namespace}/{relative}"
 
@@ -126,7 +125,6 @@ class RosRobotBackend:
             if self._context.ok():
                 raise
 
-    # -- time ----------------------------------------------------------------------------------
     def now(self) -> float:
         """Seconds on the clock that stamps the sensors (simulated or wall time)."""
         if not self.use_sim_time:
@@ -158,7 +156,6 @@ class RosRobotBackend:
                     return
                 self._clock.wait(left)
 
-    # -- the backend contract ------------------------------------------------------------------
     def read(self) -> Reading:
         self._check_clock()
         reading, self.reading_stamp = synchronise(
@@ -190,7 +187,6 @@ class RosRobotBackend:
                     raise StaleReadingError(f"not ready after waiting: {error}") from error
             time.sleep(0.02)
 
-    # -- services ------------------------------------------------------------------------------
     def _call(self, srv_type, name: str, request):
         topic = self.topic(name)
         client = self._clients.get(topic)

@@ -35,7 +35,6 @@ IMAGE_ENCODINGS: dict[str, tuple[np.dtype, int]] = {
 _NATIVE_BIG_ENDIAN = sys.byteorder == "big"
 
 
-# -- time ---------------------------------------------------------------------------------
 def to_stamp(seconds: float) -> Time:
     """Float seconds -> Time, rounded to the nanosecond (negative times are refused)."""
     if not math.isfinite(seconds) or seconds < 0:
@@ -66,7 +65,6 @@ def diagnostic_array(
     return DiagnosticArray(header=header(stamp), status=[status])
 
 
-# -- images -------------------------------------------------------------------------------
 def array_to_image(image: np.ndarray, encoding: str, stamp: float, frame_id: str = "") -> Image:
     """An (H, W, C) or (H, W) array -> Image with tightly packed rows in native byte order."""
     if encoding not in IMAGE_ENCODINGS:
@@ -148,7 +146,6 @@ def camera_fovy(msg: CameraInfo) -> float:
     return math.degrees(2 * math.atan(0.5 * msg.height / msg.k[4]))
 
 
-# -- geometry -----------------------------------------------------------------------------
 def _finite(name: str, values: np.ndarray, size: int) -> np.ndarray:
     values = np.asarray(values, np.float64).reshape(-1)
     if values.shape != (size,):
@@ -241,7 +238,6 @@ def joint_state_to_arrays(msg: JointState, names=None) -> tuple[np.ndarray, np.n
     return column(msg.position), column(msg.velocity), column(msg.effort)
 
 
-# -- the car --------------------------------------------------------------------------------
 def odometry_msg(
     pos, quat_wxyz, velocity, stamp: float, frame_id: str = "odom", child_frame_id: str = "base"
 ) -> Odometry:

@@ -110,7 +110,6 @@ class DeviceNode(LifecycleNode):
         self.autostart = declare_params(self, [Param("autostart", True, description)])["autostart"]
         self.motion_enabled = False
 
-    # hooks -------------------------------------------------------------------------------
     def open_device(self) -> None:
         """Connect to (or, on the twin, build) the device and start publishing its state."""
 
@@ -123,7 +122,6 @@ class DeviceNode(LifecycleNode):
     def close_device(self) -> None:
         """Release the device."""
 
-    # lifecycle transitions -----------------------------------------------------------------
     def _run_hook(self, hook: Callable[[], None], what: str) -> TransitionCallbackReturn:
         try:
             hook()
