@@ -319,13 +319,11 @@ class RosArmBackend(RosRobotBackend):
 
 
 class RosCarBackend(RosRobotBackend):
-    """CarBackend over ``odom`` and ``imu`` (+ cameras); commands on ``cmd_vel``.
-
-    Crash detection needs only these: ``imu_accel_peak`` is the IMU sample of largest
-    horizontal magnitude since the previous read (the IMU streams faster than the policy, so a
-    spike between two reads still counts). The twin's wall contact ``/sim/collision`` is read
-    only when ``twin_collision`` is set (evaluation in the twin: a ``collision`` entry, latched
-    until the next read); the car itself never subscribes to it."""
+    """CarBackend over ``odom`` and ``imu`` (+ cameras), enough for crash detection; commands on
+    ``cmd_vel``. ``imu_accel_peak`` spans every IMU sample since the previous read (the IMU
+    streams faster than the policy, so a spike between two reads still counts). ``collision``
+    (``/sim/collision``, latched until the next read) only with ``twin_collision``: evaluation in
+    the twin, never the car itself."""
 
     FLIP_UP_Z = 0.3
 
