@@ -24,6 +24,8 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState
 from std_msgs.msg import Header
 
+from robot_rl.envs.arm_geometry import yaw_of as quat_to_yaw  # noqa: F401  (w-x-y-z -> yaw)
+
 # encoding -> (numpy dtype, channels)
 IMAGE_ENCODINGS: dict[str, tuple[np.dtype, int]] = {
     "rgb8": (np.dtype(np.uint8), 3),
@@ -276,8 +278,3 @@ def imu_to_arrays(msg: Imu) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def yaw_to_quat(yaw: float) -> np.ndarray:
     """w-x-y-z quaternion of a rotation by ``yaw`` about z."""
     return np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
-
-
-def quat_to_yaw(quat_wxyz) -> float:
-    w, x, y, z = (float(v) for v in quat_wxyz)
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
