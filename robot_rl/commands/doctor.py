@@ -82,10 +82,6 @@ def _dist_version(*names: str) -> str | None:
     return None
 
 
-def _has_nvidia_gpu() -> bool:
-    return Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
-
-
 def probe_jax() -> dict[str, Any]:
     try:
         import jax
@@ -101,7 +97,8 @@ def probe_jax() -> dict[str, Any]:
         "backend": backend,
         "devices": devices,
     }
-    if backend == "cpu" and _has_nvidia_gpu():
+    nvidia = Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi")
+    if backend == "cpu" and nvidia:
         result["detail"] += "; this host has an NVIDIA GPU that JAX does not use"
         result["fix"] = FIX_CUDA
     return result

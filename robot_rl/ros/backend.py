@@ -353,12 +353,11 @@ class RosCarBackend(RosRobotBackend):
         }
 
     def _imu_entries(self, msg: Imu) -> Reading:
-        entries = _imu_entries(msg)
-        accel = entries["imu_accel"]
+        _, gyro, accel = convert.imu_to_arrays(msg)
         with self._latch_lock:
             if np.hypot(accel[0], accel[1]) >= np.hypot(*self._accel_peak[:2]):
                 self._accel_peak = accel.copy()
-        return entries
+        return {"imu_accel": accel, "imu_gyro": gyro}
 
     def _on_collision(self, msg: Bool) -> None:
         if msg.data:
@@ -405,11 +404,6 @@ def _arm_joint_entries(msg: JointState) -> Reading:
 def _gripper_entries(msg: JointState) -> Reading:
     pos, _, _ = convert.joint_state_to_arrays(msg, ["gripper"])
     return {"gripper_pos": np.clip(pos, 0.0, 1.0)}
-
-
-def _imu_entries(msg: Imu) -> Reading:
-    _, gyro, accel = convert.imu_to_arrays(msg)
-    return {"imu_accel": accel, "imu_gyro": gyro}
 
 
 def _privileged_objects(task) -> tuple[str, ...]:
