@@ -5,8 +5,7 @@ background thread. Incoming messages are converted to reading entries as they ar
 assembles the newest of every required topic with approximate time sync and a staleness bound
 (``robot_rl.ros.sync``) and raises ``StaleReadingError`` naming the topic at fault. With
 ``use_sim_time`` every age and period is in simulated seconds from ``/clock`` (the twin may run
-faster than real time), and a silent ``/clock`` is itself stale. ``advance`` waits one control
-period. Resets go through the driver's ``reset`` service.
+faster than real time), and a silent ``/clock`` is itself stale.
 """
 
 from __future__ import annotations

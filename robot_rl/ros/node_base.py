@@ -7,9 +7,8 @@
 - Lifecycle: anything that moves is a ``DeviceNode`` (its hooks say which transition does what).
   There is no lifecycle manager on these machines, so the ``autostart`` parameter (default true)
   walks the node to active when it starts.
-- ``run_node(factory, args)``: the body of every node's ``main(args=None)``: init, build, spin
-  until Ctrl-C or SIGTERM, safe-stop, tear down; a bad parameter exits with status 2 and one
-  line on stderr instead of a traceback.
+- ``run_node(factory, args)``: the body of every node's ``main(args=None)`` (its docstring says
+  the steps); a bad parameter exits with status 2 and one line on stderr, not a traceback.
 """
 
 from __future__ import annotations
