@@ -1,11 +1,8 @@
 """A command's whole configuration as a file: how ``robot-rl up`` and the launch files hand the
 learner and the actor their configuration (``--config FILE``), instead of command lines.
 
-The file is JSON: the config dataclass's fields by name, nested dataclasses as objects
-(``"agent": {"num_critics": 2}``), tuples as lists. A field the file leaves out keeps its
-default; a flag given beside ``--config`` overrides the file. A file that cannot be read, or that
-names a field the config does not have or gives it a value of the wrong type, is refused with
-one line (``UserError``) that names the file and the field.
+The file's format and how a bad one is refused (one ``UserError`` line naming the file and the
+field): docs/ARCHITECTURE.md, "Configuration".
 
 Pure Python: no tyro import until ``parse_args`` runs.
 """

@@ -11,11 +11,8 @@ process (the learner, which needs no ROS 2). For a task and a mode:
 - ``robot``: the driver nodes named in a ``hardware/*.yaml`` (``robot_rl.hardware``), the actor
   (wall time) and the learner.
 
-The actor and the learner get their whole configuration as a file: each one's ``ProcessSpec``
-carries its config (``ActorConfig``, ``LearnerConfig``) and the file it is written to
-(``<run_dir>/config/<name>.json``, by ``write_config_files`` just before the processes start);
-its command line is ``--config FILE``. The stack's own settings (task, seed, cameras, addresses,
-folders) win over the same fields in the base configs it is given.
+The actor's and the learner's ``ProcessSpec`` carry their whole config and its file (their one
+option, ``--config FILE``): docs/ARCHITECTURE.md, "Configuration".
 
 Pure Python: no ROS 2, launch or MuJoCo import (the actor's and the learner's config classes
 are imported when a stack is described).

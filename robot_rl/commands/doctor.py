@@ -67,9 +67,6 @@ class Check:
     """Machine-readable extras (version, devices, backend), flattened into the JSON entry."""
 
 
-# ---- probes: each runs in a child process and returns a JSON-able dict ---------------------
-
-
 def _missing(what: str, fix: str) -> dict[str, Any]:
     return {"status": "missing", "detail": f"{what} is not installed", "fix": fix}
 
@@ -83,10 +80,6 @@ def _dist_version(*names: str) -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return None
-
-
-def _has_nvidia_gpu() -> bool:
-    return Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
 
 
 def probe_jax() -> dict[str, Any]:
@@ -104,7 +97,8 @@ def probe_jax() -> dict[str, Any]:
         "backend": backend,
         "devices": devices,
     }
-    if backend == "cpu" and _has_nvidia_gpu():
+    nvidia = Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi")
+    if backend == "cpu" and nvidia:
         result["detail"] += "; this host has an NVIDIA GPU that JAX does not use"
         result["fix"] = FIX_CUDA
     return result
@@ -261,9 +255,6 @@ def probe_main(name: str) -> None:
         result = {"status": "error", "detail": f"{type(err).__name__}: {err}"}
     sys.stdout.flush()
     print(MARKER + jsonlib.dumps(result, default=str), flush=True)
-
-
-# ---- the parent: run probes, collect, report ----------------------------------------------
 
 
 def _child_env() -> dict[str, str]:

@@ -1,15 +1,9 @@
 """`robot-rl eval`: success rate with a 95% confidence interval, cycle time, optional MP4.
 
-Where it evaluates:
-
-- on the twin (the default): the checkpoint's observation mode, scored by the task's ground
-  truth. A checkpoint a learner wrote from a robot's data (``up robot``: its meta.json says
-  ``backend: robot``) is refused there in one line unless ``--on-twin`` says that the twin's
-  figure is what you want: it is the twin's, not the robot's, and printed as such;
-- on a robot (``--hardware FILE``, robot_rl.runtime.robot_evaluation): the ROS 2 backend on the
-  hardware file's drivers (started and stopped here), in robot mode; success from the operator
-  (``--operator``) or the reward classifier, never from the twin; a line per episode and a
-  JSON-lines report.
+On the twin (the default) in the checkpoint's observation mode, scored by the task's ground
+truth; a robot's checkpoint only with ``--on-twin`` (docs/ARCHITECTURE.md, "Checkpoints"). On a
+robot with ``--hardware FILE`` (robot_rl.runtime.robot_evaluation), in robot mode, its drivers
+started and stopped here: the options' help says the rest.
 """
 
 from __future__ import annotations

@@ -5,12 +5,9 @@ failed attempts are dropped whole. ``robot-rl train --demo-path <out>`` loads th
 demonstration buffer; ``ros2 bag info`` and Foxglove open them.
 
 A *source* produces the actions (an entry of SOURCES, built from the env and the config; its
-``reset(env, rng)`` is called once per episode, its ``act(env, observation)`` once per step):
-``expert`` is the task's scripted expert in the twin; ``teleop`` is an operator who drives every
-step through a ``TeleopSource``: by default the ROS 2 teleop topics (``/teleop/twist`` and
-``/teleop/joy``, from any teleop node: SpaceMouse, gamepad, ``robot-rl-keyboard-teleop``), on the
-twin or on the robot (``--backend ros``); ``--teleop sim`` puts the twin's scripted expert in the
-operator's seat (tests, dry runs).
+``reset(env, rng)`` is called once per episode, its ``act(env, observation)`` once per step);
+``--source``, ``--teleop`` and ``--backend`` say which. ``--teleop ros`` takes any teleop node
+(SpaceMouse, gamepad, ``robot-rl-keyboard-teleop``); ``sim`` is for tests and dry runs.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """`robot-rl up sim|robot`: the whole stack as processes, as ``ros2 launch`` would start it.
 
 The processes come from ``robot_rl.stack`` (the description the launch files use too), each in
-its own process group with its log in ``<run_dir>/logs``. ``UpConfig`` is the one source of the
-run's configuration: it builds the learner's and the actor's configs, which the stack completes
-(their ``--config`` files). While they run, one line shows env steps, episodes, success, learner
-updates/s, the actor's control rate and weights versions.
+its own process group with its log in ``<run_dir>/logs``; ``UpConfig`` is the run's one config
+(docs/ARCHITECTURE.md, "Configuration"). While they run, one line shows env steps, episodes,
+success, learner updates/s, the actor's control rate and weights versions.
 When the actor and the learner are done: the nodes stop, the learner's final checkpoint is
 evaluated on the in-process twin (``robot-rl eval``), and ``<run_dir>/report.json`` and the
 curves PNG are written. Ctrl-C (or SIGTERM) stops every child: SIGINT, then SIGKILL after

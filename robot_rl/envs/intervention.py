@@ -2,16 +2,12 @@
 
 ``InterventionWrapper`` is one step in the env pipeline. Before each step it polls a
 ``TeleopSource`` (a SpaceMouse, a gamepad or keyboard over ROS 2, the twin's simulated human);
-while the operator is active, the operator's action replaces the policy's and the step's info
-says so (``info["intervened"] = True``). The env below clips whatever it executes to the task's
-safety box, and its ``info["applied_action"]`` is what replay stores: for an intervened step that
-is the operator's action after clipping, never the policy's proposal.
-
-When the operator is active is ``InterventionConfig``'s to say (``mode``, ``deadband``,
-``hold_over_steps``, ``max_age_s``).
-
-Operator translations may be given in the tool frame (``frame="tool"``): they are rotated into the
-base frame, the policy's frame, with the reading's ``tcp_quat`` (w, x, y, z).
+while the operator is active (``InterventionConfig`` says when), the operator's action replaces
+the policy's and the step's info says so (``info["intervened"] = True``). The env below clips
+whatever it executes to the task's safety box, and its ``info["applied_action"]`` is what replay
+stores: for an intervened step that is the operator's action after clipping, never the policy's
+proposal. Operator translations in the tool frame (``frame="tool"``) are rotated into the base
+frame, the policy's, with the reading's ``tcp_quat`` (w, x, y, z).
 """
 
 from __future__ import annotations

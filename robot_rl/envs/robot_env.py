@@ -19,14 +19,12 @@ class RobotEnv(gym.Env):
     """``step`` = task.to_command -> backend.send -> backend.advance -> backend.read.
 
     The info dict carries ``success``, ``applied_action`` (the normalised action after the
-    task's safety clipping, which is what replay must store) and the task's own figures.
-    A non-finite action is refused before anything reaches the backend.
-
-    A stale sensor (the backend raises ``StaleReadingError``) truncates the step, never
-    terminates it: the robot holds (nothing new is sent; the driver's watchdog holds it), the
-    reason is logged and returned in ``info["stale"]``, and the observation is the last good
-    one. Until a fresh reading arrives, further steps send nothing either: no command is ever
-    built from stale data.
+    task's safety clipping, which is what replay must store) and the task's own figures. A
+    non-finite action is refused before anything reaches the backend. A stale sensor (the
+    backend raises ``StaleReadingError``) truncates the step, never terminates it: the robot
+    holds (nothing new is sent; the driver's watchdog holds it), the reason is logged and
+    returned in ``info["stale"]``, and the observation is the last good one. Until a fresh
+    reading arrives, further steps send nothing either: no command is ever built from stale data.
     """
 
     metadata: ClassVar[dict] = {"render_modes": ["rgb_array"]}

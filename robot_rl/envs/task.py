@@ -87,7 +87,6 @@ class Task(abc.ABC):
             self.reward_needs_twin and self.ground_truth
         )
 
-    # -- spaces ---------------------------------------------------------------------------
     @abc.abstractmethod
     def state_space(self) -> gym.spaces.Box:
         """The proprioceptive (and, in sim-only research tasks, object) state vector."""
@@ -102,7 +101,6 @@ class Task(abc.ABC):
             spaces[camera] = gym.spaces.Box(0, 255, (self.image_size, self.image_size, 3), np.uint8)
         return gym.spaces.Dict(spaces)
 
-    # -- the loop -------------------------------------------------------------------------
     @abc.abstractmethod
     def observe(self, reading: Reading) -> dict[str, np.ndarray]:
         """Observation dict matching ``observation_space`` (fresh arrays, never shared)."""
@@ -154,7 +152,6 @@ class Task(abc.ABC):
         """Extra per-step figures for logging."""
         return {}
 
-    # -- resets ---------------------------------------------------------------------------
     @abc.abstractmethod
     def reset(self, backend: Backend, rng: np.random.Generator) -> None:
         """The reset procedure: robot to its randomised reset pose; on the twin also the scene."""

@@ -8,10 +8,8 @@ same sequence as the twin:
    reset pose never sweeps through the scene;
 2. ``move_to_reset_pose``: over to the task's reset pose at the clearance height, then down to
    it, with a per-axis random offset and a random heading; the gripper opens, closes or keeps;
-3. ``regrasp`` for tasks that start with an object in the hand (peg_insert, put_down_cube): on
-   the twin the object is put back (a free object is placed at its pick pose; a peg that the
-   twin's hand holds rigidly is always there), then, on the twin as on a robot, the grasp
-   sequence runs: above the pick pose, down, close, check the gripper reading, lift, check again.
+3. ``regrasp`` for tasks that start with an object in the hand (peg_insert, put_down_cube): the
+   twin puts the object back, then the same grasp sequence runs on both (``regrasp`` says how).
 
 ``ArmBackend.move_to`` is the backend's own "go there and settle" (a planned motion on a robot,
 a teleport plus settling on the twin); moves that must carry an object or take time to close
@@ -118,9 +116,6 @@ def reset_arm(
     """The whole arm reset: lift clear, then the randomised reset pose."""
     lift_clear(backend, pose.clearance)
     return move_to_reset_pose(backend, pose, rng)
-
-
-# -- re-grasping ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

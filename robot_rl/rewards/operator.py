@@ -9,13 +9,9 @@ when the task is done. The operator answers through one of two devices:
 - ``joy``: buttons on ``/teleop/joy`` (``robot_rl.ros.operator_buttons``), the teleop device's
   own topic; a press is a released -> pressed edge, so a held button counts once.
 
-Either way the device yields events, ``"success"`` or ``"reject"``, and two users read them:
-
-- ``OperatorSuccess`` (a wrapper): a success event during a step pays reward 1 and ends the
-  episode as a success, exactly as a classifier that fires does;
-- ``OperatorLabeler`` (a ``Labeler``): when the classifier fires and ``--relabel-false-positives``
-  asks, it waits up to ``label_timeout`` seconds for the operator's confirm (the success key or
-  button) or reject; no answer counts as a reject, and the log says so.
+Either way the device yields events, ``"success"`` or ``"reject"``, which ``OperatorSuccess`` (a
+wrapper that pays as a classifier that fires does) and ``OperatorLabeler`` (a ``Labeler`` for
+``--relabel-false-positives``, with ``label_timeout``) read.
 
 Pure Python here; ROS 2 is imported only for the ``joy`` device.
 """

@@ -7,17 +7,15 @@ learner must not see); a real failure (an object knocked off the table) still en
 ``info["success"]`` is left as the environment reports it, so evaluation on the twin still
 counts ground-truth successes; where the task does not score itself (robot mode: no ground
 truth) it is the classifier's verdict. ``info`` gains ``classifier_prob`` and
-``classifier_success``.
-
-With ``keep_image=False`` the classifier's camera is dropped from the observation: the policy
-may learn from state while the classifier reads pixels.
+``classifier_success``. With ``keep_image=False`` the classifier's camera is dropped from the
+observation: the policy may learn from state while the classifier reads pixels.
 
 Two guards against a policy that learns to fool the classifier: ``consecutive=k`` fires only
 after k frames in a row pass the threshold (a lucky single frame no longer pays), and a
 ``relabeler`` (robot_rl.rewards.relabel: HIL-SERL's false-positive labelling) asks a labeler
-whether a fired frame really shows success; if not, the step pays 0, the episode goes on and
-the classifier is fine-tuned on the frame as a negative. ``info["classifier_rejected"]`` marks
-such steps.
+whether a fired frame really shows success; if not, the step pays 0 (``info`` marks it
+``classifier_rejected``), the episode goes on and the classifier is fine-tuned on the frame as
+a negative.
 """
 
 from __future__ import annotations

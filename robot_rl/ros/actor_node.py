@@ -1,15 +1,10 @@
 """The actor as a ROS 2 node: ``robot-rl actor --backend ros`` that also takes ``--ros-args``.
 
-Launch files (and ``robot-rl up``, which starts exactly what they would) write the actor's
-config as a file (``robot_rl.config_file``) and run
-
-    python -m robot_rl.ros.actor_node --config RUN_DIR/config/actor.json \
-        --ros-args -r __node:=actor -p use_sim_time:=true
-
-The actor's own options come before ``--ros-args`` (``--config FILE`` and ``robot-rl actor``'s
-flags, which override the file); the ROS arguments go to the node that the ROS backend spins, so
-its name, remappings and parameters (``use_sim_time`` above all) are the launch file's. The node
-publishes the actor's status on ``/diagnostics``.
+Launch files and ``robot-rl up`` run it with ``--config RUN_DIR/config/actor.json --ros-args
+...`` (docs/ARCHITECTURE.md, "Configuration"). The actor's own options come before
+``--ros-args`` (``robot-rl actor``'s flags override the file); the ROS arguments go to the node
+that the ROS backend spins, so its name, remappings and parameters (``use_sim_time`` above all)
+are the launch file's. The node publishes the actor's status on ``/diagnostics``.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ background thread. Incoming messages are converted to reading entries as they ar
 assembles the newest of every required topic with approximate time sync and a staleness bound
 (``robot_rl.ros.sync``) and raises ``StaleReadingError`` naming the topic at fault. With
 ``use_sim_time`` every age and period is in simulated seconds from ``/clock`` (the twin may run
-faster than real time), and a silent ``/clock`` is itself stale. ``advance`` waits one control
-period. Resets go through the driver's ``reset`` service.
+faster than real time), and a silent ``/clock`` is itself stale.
 """
 
 from __future__ import annotations
@@ -88,7 +87,6 @@ class RosRobotBackend:
         self._spinner = threading.Thread(target=self._spin, name="ros-backend", daemon=True)
         self._spinner.start()
 
-    # -- topics ------------------------------------------------------------------------------
     def topic(self, relative: str) -> str:
         return f"{self.namespace}/{relative}"
 
@@ -126,7 +124,6 @@ class RosRobotBackend:
             if self._context.ok():
                 raise
 
-    # -- time ----------------------------------------------------------------------------------
     def now(self) -> float:
         """Seconds on the clock that stamps the sensors (simulated or wall time)."""
         if not self.use_sim_time:
@@ -158,7 +155,6 @@ class RosRobotBackend:
                     return
                 self._clock.wait(left)
 
-    # -- the backend contract ------------------------------------------------------------------
     def read(self) -> Reading:
         self._check_clock()
         reading, self.reading_stamp = synchronise(
@@ -190,7 +186,6 @@ class RosRobotBackend:
                     raise StaleReadingError(f"not ready after waiting: {error}") from error
             time.sleep(0.02)
 
-    # -- services ------------------------------------------------------------------------------
     def _call(self, srv_type, name: str, request):
         topic = self.topic(name)
         client = self._clients.get(topic)
@@ -323,13 +318,11 @@ class RosArmBackend(RosRobotBackend):
 
 
 class RosCarBackend(RosRobotBackend):
-    """CarBackend over ``odom`` and ``imu`` (+ cameras); commands on ``cmd_vel``.
-
-    Crash detection needs only these: ``imu_accel_peak`` is the IMU sample of largest
-    horizontal magnitude since the previous read (the IMU streams faster than the policy, so a
-    spike between two reads still counts). The twin's wall contact ``/sim/collision`` is read
-    only when ``twin_collision`` is set (evaluation in the twin: a ``collision`` entry, latched
-    until the next read); the car itself never subscribes to it."""
+    """CarBackend over ``odom`` and ``imu`` (+ cameras), enough for crash detection; commands on
+    ``cmd_vel``. ``imu_accel_peak`` spans every IMU sample since the previous read (the IMU
+    streams faster than the policy, so a spike between two reads still counts). ``collision``
+    (``/sim/collision``, latched until the next read) only with ``twin_collision``: evaluation in
+    the twin, never the car itself."""
 
     FLIP_UP_Z = 0.3
 
@@ -359,12 +352,11 @@ class RosCarBackend(RosRobotBackend):
         }
 
     def _imu_entries(self, msg: Imu) -> Reading:
-        entries = _imu_entries(msg)
-        accel = entries["imu_accel"]
+        _, gyro, accel = convert.imu_to_arrays(msg)
         with self._latch_lock:
             if np.hypot(accel[0], accel[1]) >= np.hypot(*self._accel_peak[:2]):
                 self._accel_peak = accel.copy()
-        return entries
+        return {"imu_accel": accel, "imu_gyro": gyro}
 
     def _on_collision(self, msg: Bool) -> None:
         if msg.data:
@@ -411,11 +403,6 @@ def _arm_joint_entries(msg: JointState) -> Reading:
 def _gripper_entries(msg: JointState) -> Reading:
     pos, _, _ = convert.joint_state_to_arrays(msg, ["gripper"])
     return {"gripper_pos": np.clip(pos, 0.0, 1.0)}
-
-
-def _imu_entries(msg: Imu) -> Reading:
-    _, gyro, accel = convert.imu_to_arrays(msg)
-    return {"imu_accel": accel, "imu_gyro": gyro}
 
 
 def _privileged_objects(task) -> tuple[str, ...]:

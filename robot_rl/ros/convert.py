@@ -24,6 +24,8 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState
 from std_msgs.msg import Header
 
+from robot_rl.envs.arm_geometry import yaw_of as quat_to_yaw  # noqa: F401  (w-x-y-z -> yaw)
+
 # encoding -> (numpy dtype, channels)
 IMAGE_ENCODINGS: dict[str, tuple[np.dtype, int]] = {
     "rgb8": (np.dtype(np.uint8), 3),
@@ -35,7 +37,6 @@ IMAGE_ENCODINGS: dict[str, tuple[np.dtype, int]] = {
 _NATIVE_BIG_ENDIAN = sys.byteorder == "big"
 
 
-# -- time ---------------------------------------------------------------------------------
 def to_stamp(seconds: float) -> Time:
     """Float seconds -> Time, rounded to the nanosecond (negative times are refused)."""
     if not math.isfinite(seconds) or seconds < 0:
@@ -66,7 +67,6 @@ def diagnostic_array(
     return DiagnosticArray(header=header(stamp), status=[status])
 
 
-# -- images -------------------------------------------------------------------------------
 def array_to_image(image: np.ndarray, encoding: str, stamp: float, frame_id: str = "") -> Image:
     """An (H, W, C) or (H, W) array -> Image with tightly packed rows in native byte order."""
     if encoding not in IMAGE_ENCODINGS:
@@ -148,7 +148,6 @@ def camera_fovy(msg: CameraInfo) -> float:
     return math.degrees(2 * math.atan(0.5 * msg.height / msg.k[4]))
 
 
-# -- geometry -----------------------------------------------------------------------------
 def _finite(name: str, values: np.ndarray, size: int) -> np.ndarray:
     values = np.asarray(values, np.float64).reshape(-1)
     if values.shape != (size,):
@@ -241,7 +240,6 @@ def joint_state_to_arrays(msg: JointState, names=None) -> tuple[np.ndarray, np.n
     return column(msg.position), column(msg.velocity), column(msg.effort)
 
 
-# -- the car --------------------------------------------------------------------------------
 def odometry_msg(
     pos, quat_wxyz, velocity, stamp: float, frame_id: str = "odom", child_frame_id: str = "base"
 ) -> Odometry:
@@ -280,8 +278,3 @@ def imu_to_arrays(msg: Imu) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def yaw_to_quat(yaw: float) -> np.ndarray:
     """w-x-y-z quaternion of a rotation by ``yaw`` about z."""
     return np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
-
-
-def quat_to_yaw(quat_wxyz) -> float:
-    w, x, y, z = (float(v) for v in quat_wxyz)
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))

@@ -4,13 +4,11 @@
   ``declare_params`` reads them all and raises ``ParameterError`` naming the node, the
   parameter, the value and what it must be. A YAML file given with
   ``--ros-args --params-file FILE`` sets them (rclpy reads it from the arguments of ``main``).
-- Lifecycle: anything that moves is a ``DeviceNode`` (rclpy.lifecycle): configure opens the
-  device, activate enables motion, deactivate is a safe stop, cleanup closes the device. There is
-  no lifecycle manager on these machines, so the ``autostart`` parameter (default true) walks the
-  node to active when it starts.
-- ``run_node(factory, args)``: the body of every node's ``main(args=None)``: init, build, spin
-  until Ctrl-C or SIGTERM, safe-stop, tear down; a bad parameter exits with status 2 and one
-  line on stderr instead of a traceback.
+- Lifecycle: anything that moves is a ``DeviceNode`` (its hooks say which transition does what).
+  There is no lifecycle manager on these machines, so the ``autostart`` parameter (default true)
+  walks the node to active when it starts.
+- ``run_node(factory, args)``: the body of every node's ``main(args=None)`` (its docstring says
+  the steps); a bad parameter exits with status 2 and one line on stderr, not a traceback.
 """
 
 from __future__ import annotations
@@ -110,7 +108,6 @@ class DeviceNode(LifecycleNode):
         self.autostart = declare_params(self, [Param("autostart", True, description)])["autostart"]
         self.motion_enabled = False
 
-    # hooks -------------------------------------------------------------------------------
     def open_device(self) -> None:
         """Connect to (or, on the twin, build) the device and start publishing its state."""
 
@@ -123,7 +120,6 @@ class DeviceNode(LifecycleNode):
     def close_device(self) -> None:
         """Release the device."""
 
-    # lifecycle transitions -----------------------------------------------------------------
     def _run_hook(self, hook: Callable[[], None], what: str) -> TransitionCallbackReturn:
         try:
             hook()

@@ -1,10 +1,9 @@
 """The operator's success and reject buttons on ``/teleop/joy`` (``robot_rl.rewards.operator``).
 
-The teleop device publishes its buttons' state at a steady rate (reliable, depth 1); a press
-is the edge from released to pressed, so a button held down counts once, and the first message
-seen with the button down counts as a press. The defaults (``--success-button``,
-``--reject-button``) are the indices of ``robot_rl.ros.teleop_contract``, where every teleop node
-carries them. The node is a ``BackgroundNode``.
+The teleop device publishes its buttons' state at a steady rate; a press is the edge from
+released to pressed, so a button held down counts once, and the first message seen with the
+button down counts as a press. The default indices are ``robot_rl.ros.teleop_contract``'s, as
+every teleop node's. The node is a ``BackgroundNode``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""A ``TeleopSource`` fed by the teleop topics, so any device node plugs in (SpaceMouse,
-gamepad, keyboard): it only has to publish ``/teleop/twist`` and ``/teleop/joy``.
-
-Topic convention (docs/ARCHITECTURE.md, reliable, depth 1):
-  - ``/teleop/twist`` (geometry_msgs/TwistStamped): the device's deflection per axis, normalised
-    to [-1, 1] (full deflection = the task's largest step), in the frame the intervention
-    wrapper is configured for (base, or tool with ``frame="tool"``);
-  - ``/teleop/joy`` (sensor_msgs/Joy): buttons, at the indices of
-    ``robot_rl.ros.teleop_contract`` (success and reject are ``robot_rl.ros.operator_buttons``').
-Devices publish at a steady rate; a message older than ``max_age_s`` (by arrival time on this
-host's monotonic clock, so the sender's clock does not matter) counts as released: a device that
-dies or a link that drops never keeps steering. The node is a ``BackgroundNode``.
-"""
+"""A ``TeleopSource`` fed by the teleop topics (types and QoS: docs/ARCHITECTURE.md), so any
+device node plugs in (SpaceMouse, gamepad, keyboard) that publishes ``/teleop/twist``, the
+device's deflection per axis normalised to [-1, 1] (full deflection = the task's largest step)
+in the intervention wrapper's frame, and ``/teleop/joy``, buttons at the indices of
+``robot_rl.ros.teleop_contract``. Devices publish at a steady rate; a message older than
+``max_age_s`` (by arrival time on this host's monotonic clock, so the sender's clock does not
+matter) counts as released: a device that dies or a link that drops never keeps steering. The
+node is a ``BackgroundNode``."""
 
 from __future__ import annotations
 
