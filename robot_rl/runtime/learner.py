@@ -255,8 +255,6 @@ class Learner:
         self.core.add(t, stream=stream, actor=stream, seq=seq)
         self.cursors[actor] = seq + 1
 
-    # --------------------------------------------------------------------------- running
-
     def _collect_demos(self) -> None:
         task = make_task(self.cfg.task, **self.cfg.task_options(self.cfg.task, ground_truth=True))
 

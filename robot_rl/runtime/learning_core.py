@@ -122,13 +122,9 @@ class LearningCore:
         settings = {name: getattr(cfg, name) for name in (*names, "replay_capacity")}
         return cls(agent, observation_space, action_space, **{**settings, **overrides})
 
-    # ------------------------------------------------------------------------- storing
-
     def add(self, t: Transition, **extras) -> None:
         store_transition(self.replay, self.demos, t, **extras)
         self.received += 1
-
-    # ------------------------------------------------------------------------- acting
 
     def behaviour_action(self, obs: dict, action_space) -> np.ndarray:
         """What the robot does while training: uniformly random until ``start_steps``
@@ -138,8 +134,6 @@ class LearningCore:
         else:
             action, self.agent = self.agent.sample_actions(obs)
         return np.clip(action, -1.0, 1.0).astype(np.float32)
-
-    # ------------------------------------------------------------------------- updating
 
     def allowed_updates(self) -> int:
         """Critic updates the stored transitions allow so far."""
@@ -177,8 +171,6 @@ class LearningCore:
         self.updates += n
         self.update_seconds += time.perf_counter() - t0
         return info
-
-    # ------------------------------------------------------------------------- checkpoints
 
     def save(self, directory: Path, step: int, metadata: dict) -> Path:
         """An atomic checkpoint: agent and optimisers, both buffers, the sampling RNG and the
