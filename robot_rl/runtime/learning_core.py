@@ -1,11 +1,5 @@
-"""The learning core behind every entry point (acme's Learner, fed by an adder).
-
-One agent with its online replay and demonstration buffer: it stores transitions (the one place
-where an intervened step also becomes a demonstration), samples RLPD's demo/online mix, holds
-the update-to-data ratio where batches are sampled, and writes and restores checkpoints.
-``robot-rl train`` feeds it from the episode loop in the same process, the learner process from
-the transport's queue, and forward-backward runs one per direction (docs/ARCHITECTURE.md).
-"""
+"""The learning core behind every entry point (acme's Learner, fed by an adder); what it holds
+and who feeds it: docs/ARCHITECTURE.md, "One loop, one core"."""
 
 from __future__ import annotations
 
@@ -76,11 +70,9 @@ def store_transition(replay: ReplayBuffer, demos: ReplayBuffer, t: Transition, *
 
 
 class LearningCore:
-    """Agent, buffers, sampling, the update-to-data ratio and checkpoints.
-
-    The ratio: once ``start_steps`` transitions are stored, every stored transition allows
-    ``utd_ratio`` more critic updates; ``update(n)`` runs ``n`` of them in one compiled call
-    and ``may_update(n)`` says whether they are allowed yet."""
+    """Agent, buffers, sampling, the update-to-data ratio and checkpoints. The ratio: once
+    ``start_steps`` transitions are stored, every stored transition allows ``utd_ratio`` more
+    critic updates (``may_update(n)``: are ``n`` more allowed yet)."""
 
     def __init__(
         self,

@@ -1,8 +1,5 @@
-"""Single-process training: the episode loop feeding the learning core directly.
-
-This is the fast path for simulated training runs and tests. The distributed runtime joins the
-same two halves across processes: the actor runs the episode loop into its outbox, the learner
-feeds the learning core from the transport (runtime/episode_loop.py, runtime/learning_core.py).
+"""Single-process training, the fast path for simulated runs and tests: the episode loop feeding
+the learning core directly (the distributed runtime: docs/ARCHITECTURE.md, "One loop, one core").
 """
 
 from __future__ import annotations
@@ -244,7 +241,6 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         return core.behaviour_action(obs, env.action_space)
 
     loop.reset(seed=cfg.seed + start_step)
-    # each call runs utd_ratio * update_every critic updates in one compiled scan
     chunk = cfg.utd_ratio * cfg.update_every
     last_eval, update_info, eval_seconds, run_start = None, {}, 0.0, time.perf_counter()
     loop_start, last_log_step, updates_at_log, seconds_at_log = (
