@@ -30,7 +30,6 @@ from rich.console import Console
 from robot_rl.agents.acting_policy import frozen_trunk_fingerprint, weights_bytes
 from robot_rl.agents.checkpoint import config_to_json, latest_checkpoint, read_metadata
 from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
-from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent
 from robot_rl.data.transition import Transition
 from robot_rl.envs.task import make_task
@@ -408,10 +407,7 @@ class Learner:
     def _run(self, keys: ServerKeys | None, stop: _StopRequest) -> dict:
         cfg = self.cfg
         self._collect_demos()
-        # Several local devices (GPUs): every update is split over them along the batch.
-        self.core.spread(local_data_parallel())
-        if self.core.parallel is not None:
-            self.console.print(f"updates data-parallel over {self.core.parallel.size} devices")
+        self.core.spread(self.console.print)
         self.server = TransportServer(
             cfg.bind,
             task=cfg.task,

@@ -4,12 +4,14 @@ and who feeds it: docs/ARCHITECTURE.md, "One loop, one core"."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from robot_rl.agents.checkpoint import read_metadata, restore_agent, save_checkpoint
+from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import encoder_metadata
 from robot_rl.data.mixing import MixedSampler
 from robot_rl.data.replay import ReplayBuffer
@@ -136,12 +138,14 @@ class LearningCore:
     def may_update(self, n: int) -> bool:
         return self.updates + n <= self.allowed_updates()
 
-    def spread(self, parallel) -> None:
-        """Run every update data-parallel over ``parallel``'s devices (None: one device)."""
-        if parallel is not None:
-            parallel.check_batch_size(self.batch_size)
-            self.agent = parallel.place_agent(self.agent)
-        self.parallel = parallel
+    def spread(self, log: Callable[[str], None]) -> None:
+        """Split every update over this process's devices along the batch, when it sees several
+        (GPUs), and ``log`` that it does."""
+        self.parallel = local_data_parallel()
+        if self.parallel is not None:
+            self.parallel.check_batch_size(self.batch_size)
+            self.agent = self.parallel.place_agent(self.agent)
+            log(f"updates data-parallel over {self.parallel.size} devices")
 
     @property
     def sampler(self) -> MixedSampler:

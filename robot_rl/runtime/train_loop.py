@@ -16,7 +16,6 @@ from rich.console import Console
 
 from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
-from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent
 from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.environments import BACKENDS, make_env
@@ -205,10 +204,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         meta = core.restore(checkpoint)
         start_step, episodes = meta["step"], meta["episodes"]
         console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
-    # Several local devices (GPUs): every update is split over them along the batch.
-    core.spread(local_data_parallel())
-    if core.parallel is not None:
-        console.print(f"updates data-parallel over {core.parallel.size} devices")
+    core.spread(console.print)
 
     logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
     relabeler = None

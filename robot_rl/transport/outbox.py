@@ -196,8 +196,7 @@ class Outbox:
     def read(self, start: int, limit: int) -> list[bytes]:
         """Up to ``limit`` consecutive payloads from sequence number ``start`` on."""
         with self._lock:
-            if start < self._acked:
-                start = self._acked
+            start = max(start, self._acked)
             items: list[bytes] = []
             while len(items) < limit and start + len(items) < self._next_seq:
                 seq = start + len(items)
