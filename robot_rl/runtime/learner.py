@@ -1,12 +1,10 @@
 """The learner process: trains as transitions arrive from any number of actors.
 
-The update-to-data ratio is enforced where batches are sampled: the loop may run only
-``utd_ratio`` critic updates per online transition received (after ``start_steps``), and when
-it is ahead it blocks on the arrival queue instead of sleeping. Weights go to the actors every
-``publish_every`` updates. Checkpoints hold the agent, its optimisers, both buffers and each
-actor's sequence cursor; with the ingest log replayed on top, ``--resume`` after a crash stores
-every acknowledged transition exactly once. A logged transition that this learner would refuse
-today (written by an older, laxer version) is skipped with a warning, never fatal.
+When the update-to-data ratio (``LearningCore``) allows no further update, the loop blocks on
+the arrival queue instead of sleeping. Checkpoints hold the agent, its optimisers, both buffers
+and each actor's sequence cursor; with the ingest log replayed on top, ``--resume`` after a crash
+stores every acknowledged transition exactly once. A logged transition that this learner would
+refuse today (written by an older, laxer version) is skipped with a warning, never fatal.
 
 A checkpoint that cannot be written (a full disk) costs one line and is tried again at the next
 interval: everything acknowledged since the last one is in the ingest log. Only the final
