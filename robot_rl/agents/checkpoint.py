@@ -72,10 +72,8 @@ def save_checkpoint(
     keep: int | None = 3,
 ) -> Path:
     """Write ``directory/step_<step>/`` atomically and prune all but the newest ``keep``.
-
     ``extra_writers`` maps a file name to a function that writes that file (the replay buffer,
-    say) into the checkpoint directory before it is renamed into place.
-    """
+    say) into the checkpoint directory before it is renamed into place."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"step_{step:010d}"

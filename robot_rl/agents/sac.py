@@ -58,7 +58,6 @@ class SACAgent(struct.PyTreeNode):
     config: AgentConfig = struct.field(pytree_node=False)
     nets: Networks = struct.field(pytree_node=False)
 
-    # ------------------------------------------------------------------ construction
     @classmethod
     def create(
         cls,
@@ -178,7 +177,6 @@ class SACAgent(struct.PyTreeNode):
             nets=nets,
         )
 
-    # ------------------------------------------------------------------ features
     def _features(self, critic_params: Any, observations: dict) -> jax.Array:
         return self.nets.encoder.apply({"params": critic_params["encoder"]}, observations)
 
@@ -196,7 +194,6 @@ class SACAgent(struct.PyTreeNode):
             )
         return with_frozen_features(self.nets, self.frozen_trunk, observations)
 
-    # ------------------------------------------------------------------ updates
     def _update_critic(self, batch: dict, rng: jax.Array) -> tuple[SACAgent, dict]:
         cfg, nets = self.config, self.nets
         next_rng, subset_rng = jax.random.split(rng)
@@ -357,7 +354,6 @@ class SACAgent(struct.PyTreeNode):
             minibatches = parallel.place_minibatches(minibatches)
         return self._update_minibatches(minibatches)
 
-    # ------------------------------------------------------------------ acting
     def acting_params(self) -> dict:
         """Only what acting needs, so that a control loop does not flatten optimiser states."""
         return {

@@ -14,12 +14,10 @@ def choose_members(rng: jax.Array, num_critics: int, subset_size: int | None) ->
 
 
 def subset_min(rng: jax.Array, qs: jax.Array, subset_size: int | None) -> jax.Array:
-    """Minimum over a random subset of ``subset_size`` ensemble members (rows of ``qs``).
-
-    ``qs`` is [num_critics, batch]. The same subset is used for the whole batch, as in RLPD and
-    REDQ. ``None`` or the full ensemble size takes the minimum over all critics. (The agent
-    evaluates only the chosen members' target networks, with the same ``choose_members``.)
-    """
+    """Minimum over a random subset of ``subset_size`` ensemble members (rows of ``qs``,
+    [num_critics, batch]), the same subset for the whole batch, as in RLPD and REDQ. ``None`` or
+    the full ensemble size takes the minimum over all critics. (The agent evaluates only the
+    chosen members' target networks, with the same ``choose_members``.)"""
     members = choose_members(rng, qs.shape[0], subset_size)
     return qs.min(axis=0) if members is None else qs[members].min(axis=0)
 
@@ -33,11 +31,9 @@ def soft_td_target(
     discount: float,
     backup_entropy: bool,
 ) -> jax.Array:
-    """r + gamma * (1 - terminated) * (Q'(s', a') - [alpha * log pi(a'|s')]).
-
-    Only real termination stops bootstrapping: time limits, operator resets and e-stops are
-    truncations and keep the discounted next value.
-    """
+    """r + gamma * (1 - terminated) * (Q'(s', a') - [alpha * log pi(a'|s')]). Only real
+    termination stops bootstrapping: time limits, operator resets and e-stops are truncations and
+    keep the discounted next value."""
     next_value = next_q
     if backup_entropy:
         next_value = next_value - temperature * next_log_probs

@@ -6,10 +6,8 @@ import numpy as np
 
 
 def random_shift(rng: np.random.Generator, images: np.ndarray, pad: int) -> np.ndarray:
-    """Pad each [n, H, W, C] image by ``pad`` replicated edge pixels, crop back at a random offset.
-
-    Every image gets its own offset in [0, 2 * pad] along each axis (a shift of up to ``pad``).
-    """
+    """Pad each [n, H, W, C] image by ``pad`` replicated edge pixels, crop back at a random offset:
+    each image its own, in [0, 2 * pad] along each axis (a shift of up to ``pad``)."""
     if images.ndim != 4:
         raise ValueError(f"random_shift expects [n, H, W, C] images, got shape {images.shape}")
     if pad == 0:

@@ -41,11 +41,9 @@ def path_length(positions: np.ndarray) -> np.ndarray:
 
 
 def checkpoints_from_lap(poses: np.ndarray, spacing: float) -> np.ndarray:
-    """Positions (K, 2) every ``spacing`` metres along a recorded lap of poses (N, >=2).
-
-    The lap is a closed loop, so the last checkpoint is its end (= its start) unless the
-    previous one is within half a spacing of it.
-    """
+    """Positions (K, 2) every ``spacing`` metres along a recorded lap of poses (N, >=2). The lap
+    is a closed loop, so the last checkpoint is its end (= its start) unless the previous one is
+    within half a spacing of it."""
     positions = np.asarray(poses, np.float64)[:, :2]
     if len(positions) < 2 or spacing <= 0:
         raise ValueError("need at least two poses and a positive spacing")

@@ -315,12 +315,10 @@ def load_demos(
     *,
     files: Sequence[Path] | None = None,
 ) -> tuple[ReplayBuffer, dict]:
-    """Add every transition of the demos at ``path`` (file or directory) to ``buffer``.
-
-    Without a buffer, one just large enough is made with the files' spaces. A file recorded with
-    other spaces than the buffer's is refused with the differences named.
-    Returns the buffer and counts (episodes, transitions).
-    """
+    """Add every transition of the demos at ``path`` (file or directory) to ``buffer``; without
+    one, one just large enough is made with the files' spaces. A file recorded with other spaces
+    than the buffer's is refused with the differences named. Returns the buffer and counts
+    (episodes, transitions)."""
     files = list(files) if files is not None else demo_files(path)
     episodes = [(f, read_episode(f)) for f in files]
     if buffer is None:

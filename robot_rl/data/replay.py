@@ -159,8 +159,6 @@ class ReplayBuffer:
         # not saved: after a load every observation is compared)
         self._last_next: dict[int, dict[str, np.ndarray]] = {}
 
-    # ----------------------------------------------------------------------------------- adding
-
     def add(
         self,
         observation,
@@ -269,8 +267,6 @@ class ReplayBuffer:
                 return None
         return slot
 
-    # --------------------------------------------------------------------------------- sampling
-
     def __len__(self) -> int:
         return self._head - self._tail
 
@@ -357,8 +353,6 @@ class ReplayBuffer:
 
     def frames(self, key: str, slots) -> np.ndarray:
         return self._frames[key][np.asarray(slots, dtype=np.int64)]
-
-    # ------------------------------------------------------------------------------ persistence
 
     def _config_json(self) -> dict:
         return {

@@ -53,12 +53,10 @@ def check_observation(layout: Layout, observation, what: str) -> dict[str, np.nd
         if floating:
             if value.dtype.kind not in "fiu":
                 raise ValueError(f"{what}[{key!r}]: expected {dtype}, got {value.dtype}")
-            # cast first: a float64 that overflows float32 is infinite where it is stored
             value = value.astype(dtype, copy=False)
             if not all_finite(value):
                 raise ValueError(f"{what}[{key!r}] contains NaN or inf")
         elif value.dtype != dtype:
-            # Casting integers (pixels) could wrap silently, so they must match exactly.
             raise ValueError(f"{what}[{key!r}]: expected dtype {dtype}, got {value.dtype}")
         checked[key] = value
     return checked

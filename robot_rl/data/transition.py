@@ -1,9 +1,5 @@
-"""One step of experience, in the one shape it keeps from the env to the replay.
-
-The episode loop builds it from an env step (with the action the robot actually executed), the
-in-process sink stores it, the actor's sink encodes it onto the wire, and the learner decodes
-it back into the same type (docs/ARCHITECTURE.md, "The transition's walk").
-"""
+"""One step of experience, in the one shape it keeps from the env to the replay
+(docs/ARCHITECTURE.md, "The transition's walk")."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The actor process: runs the task at its control rate with the newest weights it has.
 
-The control loop never waits on the network: a transition goes into the disk-backed outbox
-(a local append) and the transport thread sends it when it can; weights are picked up from a
-slot between steps. Until the learner's first trained weights arrive (version 1, after its
+The control loop never waits on the network (docs/ARCHITECTURE.md, the transition's and the
+weights' walks). Until the learner's first trained weights arrive (version 1, after its
 ``start_steps``), actions are uniformly random, as in the single-process loop.
 
 A full disk stops the loop between steps (the robot holds: its driver's watchdog sees no new

@@ -17,11 +17,9 @@ def collect_demos(
     seed: int,
     max_attempts: int | None = None,
 ) -> dict:
-    """Run ``expert`` until ``episodes`` successful episodes are stored in ``buffer``.
-
-    Failed attempts are discarded whole: a demonstration buffer holds only successes.
-    Returns counts (stored episodes, attempts, transitions).
-    """
+    """Run ``expert`` until ``episodes`` successful episodes are stored in ``buffer``; failed
+    attempts are discarded whole (a demonstration buffer holds only successes). Returns counts
+    (stored episodes, attempts, transitions)."""
     max_attempts = max_attempts or 3 * episodes + 10
     rng = np.random.default_rng(seed)
     stored, attempts, transitions = 0, 0, 0

@@ -1,13 +1,5 @@
-"""The one episode loop (acme's EnvironmentLoop): env, policy, sink.
-
-``robot-rl train``, the actor process and forward-backward all step their env through it. Each
-step builds the ``Transition`` once (with the action the robot actually executed), hands it to
-the sink, and keeps the episode's figures; at an episode's end it counts the episode and, unless
-the caller decides what comes next (forward-backward hands the robot over), resets the env.
-
-The sinks: ``LearningCore.add`` in one process (the replay), the actor's outbox sink across
-processes (runtime/actor.py).
-"""
+"""The one episode loop (acme's EnvironmentLoop): env, policy, sink; what it does and who feeds
+which sink: docs/ARCHITECTURE.md, "One loop, one core"."""
 
 from __future__ import annotations
 

@@ -1,17 +1,13 @@
 """Forward-backward reset-free training (SERL): two policies take turns on one robot.
 
 The forward policy does the task (pick_cube: grasp and lift the cube); the backward policy undoes
-it (put_down_cube: put the cube back into the start region and let go). Each has its own task,
-reward, agent, replay and demonstration buffer. When one's episode ends, by success or by its
-time limit, the other starts from wherever the robot and the cube are (``RobotEnv.start_in_place``)
-with no reset in between. The scene is reset only at the start, after a real failure (the cube
-fell off the table), and after ``stalled_episodes`` episodes in a row with no success in either
-direction (a person would step in there); each kind is counted.
-
-Built from the single-process loop's pieces: ``SACAgent``, ``ReplayBuffer``, ``make_sampler``
-(RLPD's 50/50 demo mix), ``collect_demos``, ``evaluate`` and ``RunLogger``; each direction is
-evaluated from its own task's ordinary resets on a separate twin, so evaluation never disturbs
-the training scene. Both directions are checkpointed as a pair at every evaluation and on Ctrl-C
+it (put_down_cube: put the cube back into the start region and let go), each with its own task,
+reward, episode loop and learning core. When one's episode ends, by success or by its time limit,
+the other starts from wherever the robot and the cube are (``RobotEnv.start_in_place``) with no
+reset in between. The scene is reset only at the start, after a real failure (the cube fell off
+the table), and after ``stalled_episodes``; each kind is counted. Each direction is evaluated
+from its own task's ordinary resets on a separate twin, so evaluation never disturbs the training
+scene. Both directions are checkpointed as a pair at every evaluation and on Ctrl-C
 (``fb_checkpoint``), and ``resume`` continues from the last complete pair.
 """
 

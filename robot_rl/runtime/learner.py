@@ -1,12 +1,10 @@
 """The learner process: trains as transitions arrive from any number of actors.
 
-The update-to-data ratio is enforced where batches are sampled: the loop may run only
-``utd_ratio`` critic updates per online transition received (after ``start_steps``), and when
-it is ahead it blocks on the arrival queue instead of sleeping. Weights go to the actors every
-``publish_every`` updates. Checkpoints hold the agent, its optimisers, both buffers and each
-actor's sequence cursor; with the ingest log replayed on top, ``--resume`` after a crash stores
-every acknowledged transition exactly once. A logged transition that this learner would refuse
-today (written by an older, laxer version) is skipped with a warning, never fatal.
+When the update-to-data ratio (``LearningCore``) allows no further update, the loop blocks on
+the arrival queue instead of sleeping. Checkpoints hold the agent, its optimisers, both buffers
+and each actor's sequence cursor; with the ingest log replayed on top, ``--resume`` after a crash
+stores every acknowledged transition exactly once. A logged transition that this learner would
+refuse today (written by an older, laxer version) is skipped with a warning, never fatal.
 
 A checkpoint that cannot be written (a full disk) costs one line and is tried again at the next
 interval: everything acknowledged since the last one is in the ingest log. Only the final
@@ -30,7 +28,6 @@ from rich.console import Console
 from robot_rl.agents.acting_policy import frozen_trunk_fingerprint, weights_bytes
 from robot_rl.agents.checkpoint import config_to_json, latest_checkpoint, read_metadata
 from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
-from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent
 from robot_rl.data.transition import Transition
 from robot_rl.envs.task import make_task
@@ -255,8 +252,6 @@ class Learner:
         self.core.add(t, stream=stream, actor=stream, seq=seq)
         self.cursors[actor] = seq + 1
 
-    # --------------------------------------------------------------------------- running
-
     def _collect_demos(self) -> None:
         task = make_task(self.cfg.task, **self.cfg.task_options(self.cfg.task, ground_truth=True))
 
@@ -410,10 +405,7 @@ class Learner:
     def _run(self, keys: ServerKeys | None, stop: _StopRequest) -> dict:
         cfg = self.cfg
         self._collect_demos()
-        # Several local devices (GPUs): every update is split over them along the batch.
-        self.core.spread(local_data_parallel())
-        if self.core.parallel is not None:
-            self.console.print(f"updates data-parallel over {self.core.parallel.size} devices")
+        self.core.spread(self.console.print)
         self.server = TransportServer(
             cfg.bind,
             task=cfg.task,

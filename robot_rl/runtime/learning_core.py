@@ -1,21 +1,17 @@
-"""The learning core behind every entry point (acme's Learner, fed by an adder).
-
-One agent with its online replay and demonstration buffer: it stores transitions (the one place
-where an intervened step also becomes a demonstration), samples RLPD's demo/online mix, holds
-the update-to-data ratio where batches are sampled, and writes and restores checkpoints.
-``robot-rl train`` feeds it from the episode loop in the same process, the learner process from
-the transport's queue, and forward-backward runs one per direction (docs/ARCHITECTURE.md).
-"""
+"""The learning core behind every entry point (acme's Learner, fed by an adder); what it holds
+and who feeds it: docs/ARCHITECTURE.md, "One loop, one core"."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from robot_rl.agents.checkpoint import read_metadata, restore_agent, save_checkpoint
+from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import encoder_metadata
 from robot_rl.data.mixing import MixedSampler
 from robot_rl.data.replay import ReplayBuffer
@@ -76,11 +72,9 @@ def store_transition(replay: ReplayBuffer, demos: ReplayBuffer, t: Transition, *
 
 
 class LearningCore:
-    """Agent, buffers, sampling, the update-to-data ratio and checkpoints.
-
-    The ratio: once ``start_steps`` transitions are stored, every stored transition allows
-    ``utd_ratio`` more critic updates; ``update(n)`` runs ``n`` of them in one compiled call
-    and ``may_update(n)`` says whether they are allowed yet."""
+    """Agent, buffers, sampling, the update-to-data ratio and checkpoints. The ratio: once
+    ``start_steps`` transitions are stored, every stored transition allows ``utd_ratio`` more
+    critic updates (``may_update(n)``: are ``n`` more allowed yet)."""
 
     def __init__(
         self,
@@ -122,13 +116,9 @@ class LearningCore:
         settings = {name: getattr(cfg, name) for name in (*names, "replay_capacity")}
         return cls(agent, observation_space, action_space, **{**settings, **overrides})
 
-    # ------------------------------------------------------------------------- storing
-
     def add(self, t: Transition, **extras) -> None:
         store_transition(self.replay, self.demos, t, **extras)
         self.received += 1
-
-    # ------------------------------------------------------------------------- acting
 
     def behaviour_action(self, obs: dict, action_space) -> np.ndarray:
         """What the robot does while training: uniformly random until ``start_steps``
@@ -139,8 +129,6 @@ class LearningCore:
             action, self.agent = self.agent.sample_actions(obs)
         return np.clip(action, -1.0, 1.0).astype(np.float32)
 
-    # ------------------------------------------------------------------------- updating
-
     def allowed_updates(self) -> int:
         """Critic updates the stored transitions allow so far."""
         if self.received < max(self.start_steps, 1):
@@ -150,12 +138,14 @@ class LearningCore:
     def may_update(self, n: int) -> bool:
         return self.updates + n <= self.allowed_updates()
 
-    def spread(self, parallel) -> None:
-        """Run every update data-parallel over ``parallel``'s devices (None: one device)."""
-        if parallel is not None:
-            parallel.check_batch_size(self.batch_size)
-            self.agent = parallel.place_agent(self.agent)
-        self.parallel = parallel
+    def spread(self, log: Callable[[str], None]) -> None:
+        """Split every update over this process's devices along the batch, when it sees several
+        (GPUs), and ``log`` that it does."""
+        self.parallel = local_data_parallel()
+        if self.parallel is not None:
+            self.parallel.check_batch_size(self.batch_size)
+            self.agent = self.parallel.place_agent(self.agent)
+            log(f"updates data-parallel over {self.parallel.size} devices")
 
     @property
     def sampler(self) -> MixedSampler:
@@ -177,8 +167,6 @@ class LearningCore:
         self.updates += n
         self.update_seconds += time.perf_counter() - t0
         return info
-
-    # ------------------------------------------------------------------------- checkpoints
 
     def save(self, directory: Path, step: int, metadata: dict) -> Path:
         """An atomic checkpoint: agent and optimisers, both buffers, the sampling RNG and the

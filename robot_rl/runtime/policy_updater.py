@@ -12,12 +12,10 @@ from robot_rl.agents.acting_policy import ActingPolicy
 
 
 class PolicyUpdater:
-    """Keeps the actor's policy current off the control loop.
-
-    Building the policy (agent construction, compiling the acting function) takes seconds and
-    loading a pixel agent's weights tens of milliseconds; both happen on this thread, and the
-    control loop only reads ``policy`` (None until built and loaded once).
-    """
+    """Keeps the actor's policy current off the control loop. Building the policy (agent
+    construction, compiling the acting function) takes seconds and loading a pixel agent's weights
+    tens of milliseconds; both happen on this thread, and the control loop only reads ``policy``
+    (None until built and loaded once)."""
 
     def __init__(self, client, observation_space: gym.spaces.Dict, action_space: gym.spaces.Box):
         self._client = client

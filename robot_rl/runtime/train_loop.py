@@ -1,8 +1,5 @@
-"""Single-process training: the episode loop feeding the learning core directly.
-
-This is the fast path for simulated training runs and tests. The distributed runtime joins the
-same two halves across processes: the actor runs the episode loop into its outbox, the learner
-feeds the learning core from the transport (runtime/episode_loop.py, runtime/learning_core.py).
+"""Single-process training, the fast path for simulated runs and tests: the episode loop feeding
+the learning core directly (the distributed runtime: docs/ARCHITECTURE.md, "One loop, one core").
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ from rich.console import Console
 
 from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
-from robot_rl.agents.data_parallel import local_data_parallel
 from robot_rl.agents.pretrained import create_agent
 from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.environments import BACKENDS, make_env
@@ -208,10 +204,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         meta = core.restore(checkpoint)
         start_step, episodes = meta["step"], meta["episodes"]
         console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
-    # Several local devices (GPUs): every update is split over them along the batch.
-    core.spread(local_data_parallel())
-    if core.parallel is not None:
-        console.print(f"updates data-parallel over {core.parallel.size} devices")
+    core.spread(console.print)
 
     logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
     relabeler = None
@@ -244,7 +237,6 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         return core.behaviour_action(obs, env.action_space)
 
     loop.reset(seed=cfg.seed + start_step)
-    # each call runs utd_ratio * update_every critic updates in one compiled scan
     chunk = cfg.utd_ratio * cfg.update_every
     last_eval, update_info, eval_seconds, run_start = None, {}, 0.0, time.perf_counter()
     loop_start, last_log_step, updates_at_log, seconds_at_log = (

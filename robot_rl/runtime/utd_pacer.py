@@ -1,8 +1,6 @@
 """The actor's side of the update-to-data ratio: on a twin, wait for a learner that falls behind.
 
-The learner reports, in its ``status`` message, how many critic updates it has done and its
-lag: the transitions it holds (or that are on their way) that those updates do not cover yet at
-its ``utd_ratio``, counted so that a learner that cannot run another update chunk has lag 0.
+The learner reports its critic updates and its lag in its ``status`` message (``Learner.lag``).
 When the lag passes ``max_lag`` the actor stops stepping until the learner has caught up
 completely (lag 0), then plays on: the ratio while the actor plays is the recipe's, give or take
 ``max_lag`` transitions.

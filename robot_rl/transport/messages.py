@@ -135,9 +135,6 @@ def check_episode(episode: Any, value_bound: float = DEFAULT_VALUE_BOUND) -> dic
     return clean
 
 
-# --------------------------------------------------------------------------- transitions
-
-
 def encode_transition(t: Transition) -> bytes:
     return encode(
         {

@@ -140,8 +140,6 @@ class Outbox:
     def _open_segment(self, first_seq: int) -> DurableLog:
         return DurableLog(self.directory / _segment_name(first_seq), _METADATA, fsync=self._fsync)
 
-    # ------------------------------------------------------------------------------ writing
-
     def append(self, payload: bytes) -> int:
         """Store one encoded transition; returns its sequence number. On a full disk raises
         OSError and stores nothing: call again later (acknowledgements free space)."""
@@ -195,13 +193,10 @@ class Outbox:
                 self._next_seq = seq
         self.ack(seq)
 
-    # ------------------------------------------------------------------------------ reading
-
     def read(self, start: int, limit: int) -> list[bytes]:
         """Up to ``limit`` consecutive payloads from sequence number ``start`` on."""
         with self._lock:
-            if start < self._acked:
-                start = self._acked
+            start = max(start, self._acked)
             items: list[bytes] = []
             while len(items) < limit and start + len(items) < self._next_seq:
                 seq = start + len(items)
@@ -223,8 +218,6 @@ class Outbox:
             self._cache = (first, [rec["payload"].tobytes() for rec in log])
             log.close()
         return self._cache[1]
-
-    # ------------------------------------------------------------------------- acknowledging
 
     def ack(self, next_seq: int) -> None:
         """The learner holds everything below ``next_seq``: forget it (delete whole segments)."""
@@ -265,8 +258,6 @@ class Outbox:
                 raise
             with open(path, "r+") as file:
                 file.write(text)
-
-    # ------------------------------------------------------------------------------- figures
 
     @property
     def next_seq(self) -> int:

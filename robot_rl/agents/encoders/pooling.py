@@ -32,10 +32,8 @@ class SpatialLearnedEmbeddings(nn.Module):
 
 
 class EncoderHead(nn.Module):
-    """Feature map ``[B, h, w, c]`` -> ``[B, bottleneck_dim]`` in (-1, 1).
-
-    Pool, Dense, LayerNorm, tanh: the tanh bounds the features so that the critics
-    see the same scale whatever the trunk.
+    """Feature map ``[B, h, w, c]`` -> ``[B, bottleneck_dim]`` in (-1, 1): pool, Dense, LayerNorm,
+    tanh. The tanh bounds the features so that the critics see the same scale whatever the trunk.
     """
 
     pooling: str = "spatial_learned"
