@@ -9,7 +9,7 @@ do not depend on the sharding either, so a sharded update equals the single-devi
 the order of floating-point sums (tested in tests/test_data_parallel.py).
 
 Across hosts, the same mesh spans the devices of every process once ``jax.distributed`` is
-initialised (docs/ARCHITECTURE.md, "Learner on several devices").
+initialised (README.md, "Several devices").
 """
 
 from __future__ import annotations
