@@ -133,4 +133,4 @@ def test_ros_operator_takes_over_the_twin():
         env.close()
         node.destroy_node()
         context.try_shutdown()
-    assert not env.source._context.ok()  # the wrapper shut its teleop node down
+    assert not env.source.context.ok()  # the wrapper shut its teleop node down
