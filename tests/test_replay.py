@@ -197,6 +197,16 @@ def test_frame_serials_change_when_slots_are_overwritten():
     assert after[0] > before[0]
 
 
+def test_frame_serials_count_every_frame_written_in_ring_order():
+    buffer = ReplayBuffer(obs_space(), ACTION_SPACE, capacity=4, frame_capacity=6)
+    rng = np.random.default_rng(8)
+    assert buffer.frame_serials(np.arange(6)).tolist() == [-1] * 6
+    run_episodes(buffer, rng, [2])  # 3 frames: the first obs and two next obs
+    assert buffer.frame_serials(np.arange(6)).tolist() == [0, 1, 2, -1, -1, -1]
+    run_episodes(buffer, rng, [4])  # 5 more: 8 in all, slots 0 and 1 written twice
+    assert buffer.frame_serials(np.arange(6)).tolist() == [6, 7, 2, 3, 4, 5]
+
+
 def test_extra_fields_are_stored_and_default_to_zero():
     extras = {
         "intervened": ((), bool),

@@ -25,7 +25,6 @@ differs. ``add`` validates without copying, then copies each array once, into it
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -38,6 +37,7 @@ from robot_rl.data.replay_checks import (
     check_action,
     check_extras,
     check_observation,
+    check_reward,
     observation_layout,
 )
 from robot_rl.data.replay_files import (
@@ -63,12 +63,12 @@ _UNREFERENCED = _probe_refcount()
 
 def _is_same(observation, last: dict[str, np.ndarray] | None) -> bool:
     """Whether ``observation`` holds the very arrays of ``last`` (not equal ones: the same)."""
-    return (
-        last is not None
-        and type(observation) is dict
-        and len(observation) == len(last)
-        and all(observation.get(key) is value for key, value in last.items())
-    )
+    if last is None or type(observation) is not dict or len(observation) != len(last):
+        return False
+    for key, value in last.items():  # noqa: SIM110 (a generator costs twice as much here)
+        if observation.get(key) is not value:
+            return False
+    return True
 
 
 ExtraFields = Mapping[str, tuple[tuple[int, ...], Any]]
@@ -100,6 +100,7 @@ class ReplayBuffer:
         self._obs_spec = dict_space_to_json(observation_space)  # also rejects non-Box keys
         self.observation_space = observation_space
         self.action_space = action_space
+        self._action_shape = action_space.shape
         self.capacity = int(capacity)
         self.frame_capacity = int(frame_capacity)
         self.extra_fields = {
@@ -136,7 +137,6 @@ class ReplayBuffer:
         self._outputs: dict[str, np.ndarray] = {}  # sample's frame arrays, see _output
         self._layout = observation_layout(observation_space)  # what ``add`` checks per key
         self._compare_order = sorted(self._frames, key=lambda k: self._frames[k][0].nbytes)
-        self._slot_serial = np.full(self.frame_capacity, -1, np.int64)
         # Newest transition (global count) that refers to each slot: its eviction point.
         self._slot_last_user = np.full(self.frame_capacity, -1, np.int64)
         self._frames_written = 0
@@ -153,11 +153,10 @@ class ReplayBuffer:
         }
         self._head = 0  # transitions ever added
         self._tail = 0  # oldest valid transition (global count)
-        # stream id -> (serial of its last next-obs frame, whether that transition ended)
-        self._streams: dict[int, tuple[int, bool]] = {}
-        # stream id -> the arrays given as its last next observation (references, not copies;
-        # not saved: after a load every observation is compared)
-        self._last_next: dict[int, dict[str, np.ndarray]] = {}
+        # stream id -> (serial of its last next-obs frame, whether that transition ended, the
+        # arrays given as that next observation: references, not copies; not saved, None after
+        # a load, when every observation is compared)
+        self._streams: dict[int, tuple[int, bool, dict[str, np.ndarray] | None]] = {}
 
     def add(
         self,
@@ -176,43 +175,19 @@ class ReplayBuffer:
         Validation reads the caller's arrays without copying them; the only copy of a frame is
         the one into its slot, so a caller may reuse its arrays as soon as this returns."""
         stream = int(stream)
+        previous = self._streams.get(stream)
         # The arrays given as this stream's last next observation were checked then.
-        continued = _is_same(observation, self._last_next.get(stream))
-        obs = (
-            observation
-            if continued
-            else check_observation(self._layout, observation, "observation")
-        )
+        continued = previous is not None and _is_same(observation, previous[2])
+        obs = observation
+        if not continued:
+            obs = check_observation(self._layout, observation, "observation")
         next_obs = check_observation(self._layout, next_observation, "next_observation")
-        action = check_action(self.action_space.shape, action)
-        reward = np.float32(reward)  # a float64 that overflows float32 is refused
-        if not math.isfinite(reward):
-            raise ValueError(f"reward is not finite: {reward}")
+        action = check_action(self._action_shape, action)
+        reward = check_reward(reward)
         extras = check_extras(self.extra_fields, extras) if (extras or self._extras) else {}
         terminated, truncated = bool(terminated), bool(truncated)
-        self._insert(
-            obs, action, reward, terminated, truncated, next_obs, stream, extras, continued
-        )
 
-    def _write_frame(self, frame: dict[str, np.ndarray]) -> int:
-        written = self._frames_written
-        slot = written % self.frame_capacity
-        if written >= self.frame_capacity:
-            # The old frame dies: so does every transition that refers to it.
-            last_user = int(self._slot_last_user[slot])
-            if last_user >= self._tail:
-                self._tail = last_user + 1
-            self._slot_last_user[slot] = -1
-        for key, store in self._frames.items():
-            store[slot] = frame[key]  # the one copy of this frame
-        self._slot_serial[slot] = written
-        self._frames_written = written + 1
-        return slot
-
-    def _insert(
-        self, obs, action, reward, terminated, truncated, next_obs, stream, extras, continued
-    ) -> None:
-        obs_slot = self._reusable_slot(stream, obs, continued)
+        obs_slot = None if previous is None else self._reusable_slot(previous, obs, continued)
         if obs_slot is None:
             obs_slot = self._write_frame(obs)
         next_slot = self._write_frame(next_obs)
@@ -231,18 +206,27 @@ class ReplayBuffer:
         self._slot_last_user[obs_slot] = head
         self._slot_last_user[next_slot] = head
         self._head = head + 1
-        self._streams[stream] = (self._frames_written - 1, terminated or truncated)
-        self._last_next[stream] = next_obs
+        self._streams[stream] = (self._frames_written - 1, terminated or truncated, next_obs)
 
-    def _reusable_slot(
-        self, stream: int, obs: dict[str, np.ndarray], continued: bool
-    ) -> int | None:
-        """The stream's previous next-obs slot when it continues the episode: with the very
-        arrays given as that next observation (``continued``), or with equal data."""
-        previous = self._streams.get(stream)
-        if previous is None:
-            return None
-        serial, ended = previous
+    def _write_frame(self, frame: dict[str, np.ndarray]) -> int:
+        written = self._frames_written
+        slot = written % self.frame_capacity
+        if written >= self.frame_capacity:
+            # The old frame dies: so does every transition that refers to it.
+            # (its new last user is set by the caller, add)
+            last_user = self._slot_last_user.item(slot)
+            if last_user >= self._tail:
+                self._tail = last_user + 1
+        for key, store in self._frames.items():
+            store[slot] = frame[key]  # the one copy of this frame
+        self._frames_written = written + 1
+        return slot
+
+    def _reusable_slot(self, previous: tuple, obs: dict[str, np.ndarray], continued: bool):
+        """The stream's previous next-obs slot (``previous``: its ``_streams`` entry) when this
+        observation continues the episode: with the very arrays given as that next observation
+        (``continued``), or with equal data. None when it must be stored anew."""
+        serial, ended, last_next = previous
         # It must also survive the next-obs frame this add writes.
         if ended or serial < self._frames_written + 1 - self.frame_capacity:
             return None
@@ -253,7 +237,7 @@ class ReplayBuffer:
         # observation: ``obs = next_obs`` in the caller's loop, the trajectory continuing. Only
         # arrays that are not (decoded from the network, read back from the log, copies) are
         # compared with the stored frame, which costs as much memory traffic as storing it.
-        last_next = self._last_next.get(stream, {})
+        last_next = last_next or {}
         # Small keys first: a different observation usually differs in its state already.
         # (shapes already match, values are finite: plain == is exact here)
         for key in self._compare_order:
@@ -276,7 +260,6 @@ class ReplayBuffer:
         arrays = [
             *self._frames.values(),
             *self._extras.values(),
-            self._slot_serial,
             self._slot_last_user,
             self._obs_slot,
             self._next_slot,
@@ -349,7 +332,11 @@ class ReplayBuffer:
 
     def frame_serials(self, slots) -> np.ndarray:
         """Id of the frame in each slot (-1: never written); grows with every write."""
-        return self._slot_serial[np.asarray(slots, dtype=np.int64)]
+        # Frames are written in ring order, so a slot's serial follows from the count written.
+        slots = np.asarray(slots, dtype=np.int64)
+        written, ring = self._frames_written, self.frame_capacity
+        serials = slots + ring * ((written - 1 - slots) // ring)
+        return np.where(slots < written, serials, -1)
 
     def frames(self, key: str, slots) -> np.ndarray:
         return self._frames[key][np.asarray(slots, dtype=np.int64)]

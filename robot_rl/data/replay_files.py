@@ -23,7 +23,6 @@ SAVE_FORMAT_VERSION = 1
 
 # bookkeeping arrays saved by name (each ``buffer._<name>``)
 _BOOKKEEPING = (
-    "slot_serial",
     "slot_last_user",
     "obs_slot",
     "next_slot",
@@ -123,7 +122,7 @@ def _load(cls: type[ReplayBuffer], path: str | os.PathLike) -> ReplayBuffer:
         for name in _BOOKKEEPING:
             _fill_prefix(getattr(buffer, f"_{name}"), data[name])
         buffer._streams = {
-            int(s): (int(serial), bool(ended))
+            int(s): (int(serial), bool(ended), None)
             for s, serial, ended in zip(
                 data["stream_ids"], data["stream_serials"], data["stream_ended"], strict=True
             )
