@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -116,7 +117,7 @@ def test_importing_encoders_does_not_import_torch():
 def test_small_map_conv_matches_flax_conv(size, stride, padding):
     import flax.linen as nn
 
-    from robot_rl.agents.encoders.small_map_conv import Conv
+    from robot_rl.agents.encoders.cpu_conv import Conv
 
     x = np.random.default_rng(0).normal(size=(2, size, size, 5)).astype(np.float32)
     ours = Conv(7, (3, 3), (stride, stride), padding)
@@ -128,3 +129,31 @@ def test_small_map_conv_matches_flax_conv(size, stride, padding):
     np.testing.assert_allclose(
         ours.apply(variables, x), flax_conv.apply(variables, x), rtol=1e-5, atol=1e-5
     )
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "stride"), [(29, 5, 2), (64, 7, 2), (13, 3, 2), (10, 3, 3), (9, 1, 2)]
+)
+def test_strided_conv_matches_flax_conv_and_its_gradients(size, kernel, stride):
+    """The sub-pixel input gradient (odd and even maps, a stride above 2, a kernel smaller than
+    the stride) and everything else equal flax's ``nn.Conv`` with its bias."""
+    import flax.linen as nn
+
+    from robot_rl.agents.encoders.cpu_conv import Conv
+
+    x = np.random.default_rng(1).normal(size=(3, size, size, 4)).astype(np.float32)
+    args = (6, (kernel, kernel), (stride, stride), "VALID")
+    ours, flax_conv = Conv(*args, use_bias=True), nn.Conv(*args)
+    variables = flax_conv.init(jax.random.key(0), x)
+    assert jax.tree.map(np.shape, ours.init(jax.random.key(0), x)) == jax.tree.map(
+        np.shape, variables
+    )
+
+    def loss(module):
+        return lambda v, x: (jnp.tanh(module.apply(v, x)) ** 2).sum()
+
+    for argnums in (0, 1):
+        got = jax.grad(loss(ours), argnums)(variables, x)
+        want = jax.grad(loss(flax_conv), argnums)(variables, x)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5)

@@ -8,6 +8,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from robot_rl.agents.encoders.cpu_conv import Conv
+
 
 class ConvTrunk(nn.Module):
     """uint8 images ``[B, H, W, C]`` to a float32 feature map ``[B, h, w, num_filters]``.
@@ -40,11 +42,12 @@ class ConvTrunk(nn.Module):
             )
         x = images.astype(jnp.float32) / 255.0 - 0.5
         for i, (kernel, stride) in enumerate(zip(kernels, self.strides, strict=True)):
-            x = nn.Conv(
+            x = Conv(
                 self.num_filters,
                 (kernel, kernel),
                 strides=(stride, stride),
                 padding="VALID",
+                use_bias=True,
                 kernel_init=nn.initializers.orthogonal(math.sqrt(2.0)),
                 name=f"conv{i}",
             )(x)

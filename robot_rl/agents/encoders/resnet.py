@@ -11,7 +11,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from robot_rl.agents.encoders.small_map_conv import Conv
+from robot_rl.agents.encoders.cpu_conv import Conv
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

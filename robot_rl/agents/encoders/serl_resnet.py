@@ -21,8 +21,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from robot_rl.agents.encoders.cpu_conv import Conv
 from robot_rl.agents.encoders.resnet import IMAGENET_MEAN, IMAGENET_STD
-from robot_rl.agents.encoders.small_map_conv import Conv
 
 SERL_STAGE_WIDTHS = (64, 128, 256, 512)
 SERL_GROUPS = 4

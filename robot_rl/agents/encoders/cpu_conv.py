@@ -1,0 +1,129 @@
+"""A 2-D convolution with ``nn.Conv``'s parameters that steers clear of XLA CPU's slow paths.
+
+Two of XLA's CPU convolution kernels are far slower than the arithmetic they do (measured on
+this project's learner CPU, 128 images):
+
+- A convolution whose input map is smaller than its window (a 3x3 kernel on ResNet-10's last
+  2x2 map, at 64x64 images) is rewritten with its operands swapped and ran about 150x slower
+  than the same arithmetic as one matrix product (1.9 s against 12 ms for 64 maps of 2x2x512):
+  93% of the frozen ResNet-10's forward. Here it is patches times the kernel.
+- The input gradient of a strided convolution is a convolution over the output gradient dilated
+  by the stride, which XLA runs on the inserted zeros: 49 ms for LeRobot's second layer (5x5,
+  stride 2, 32 to 32 channels on 29x29 maps), five times its forward and three quarters of the
+  trained trunk's backward. Here it is the sub-pixel form instead: for each of the stride's
+  phases (output rows and columns that share a remainder), an unstrided convolution of the
+  output gradient with the kernel taps of that phase (10.6 ms, the same sums in another order).
+  The kernel's gradient stays XLA's own.
+
+Every other convolution is ``lax.conv_general_dilated``, and off the CPU nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+_DIMENSIONS = ("NHWC", "HWIO", "NHWC")
+
+
+def _conv(x: jax.Array, kernel: jax.Array, strides, pads) -> jax.Array:
+    return jax.lax.conv_general_dilated(x, kernel, strides, pads, dimension_numbers=_DIMENSIONS)
+
+
+def conv_as_matmul(x: jax.Array, kernel: jax.Array, strides, pads) -> jax.Array:
+    """NHWC ``x`` convolved with an HWIO ``kernel`` by gathering the patches (one slice per
+    kernel tap) and one matrix product; the result of ``lax.conv_general_dilated``."""
+    kh, kw, cin, cout = kernel.shape
+    x = jnp.pad(x, ((0, 0), tuple(pads[0]), tuple(pads[1]), (0, 0)))
+    n, h, w, _ = x.shape
+    sh, sw = strides
+    oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
+    taps = [
+        jax.lax.slice(
+            x, (0, i, j, 0), (n, i + sh * (oh - 1) + 1, j + sw * (ow - 1) + 1, cin), (1, sh, sw, 1)
+        )
+        for i in range(kh)
+        for j in range(kw)
+    ]
+    patches = jnp.concatenate(taps, axis=-1)  # [n, oh, ow, kh * kw * cin], HWI order
+    return jnp.dot(patches, kernel.reshape(kh * kw * cin, cout))
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def strided_conv(x: jax.Array, kernel: jax.Array, strides: tuple[int, int]) -> jax.Array:
+    """``lax.conv_general_dilated(x, kernel, strides, "VALID")`` (NHWC, HWIO) whose input
+    gradient is computed in the sub-pixel form."""
+    return _conv(x, kernel, strides, "VALID")
+
+
+def _strided_conv_forward(x, kernel, strides):
+    return _conv(x, kernel, strides, "VALID"), (x, kernel)
+
+
+def _strided_conv_backward(strides, residuals, grad):
+    x, kernel = residuals
+    _, kernel_vjp = jax.vjp(lambda k: _conv(x, k, strides, "VALID"), kernel)
+    return subpixel_input_grad(grad, kernel, x.shape, strides), kernel_vjp(grad)[0]
+
+
+strided_conv.defvjp(_strided_conv_forward, _strided_conv_backward)
+
+
+def subpixel_input_grad(grad: jax.Array, kernel: jax.Array, x_shape, strides) -> jax.Array:
+    """The gradient of a VALID strided convolution with respect to its input ``[n, h, w, c]``,
+    from the output gradient ``grad``: input row ``s * r + a`` receives only the kernel rows
+    ``s * p + a`` (and likewise for columns), so each phase ``(a, b)`` of the input is a full,
+    unstrided correlation of ``grad`` with those taps, flipped."""
+    n, h, w, c = x_shape
+    sh, sw = strides
+    _, oh, ow, _ = grad.shape
+    rows, cols = -(-h // sh), -(-w // sw)  # every phase padded to the first one's size
+    phases = []
+    for a in range(sh):
+        for b in range(sw):
+            taps = kernel[a::sh, b::sw]  # [kp, kq, c, o]
+            kp, kq = taps.shape[:2]
+            if kp == 0 or kq == 0:  # a kernel smaller than the stride: no gradient here
+                phases.append(jnp.zeros((n, rows, cols, c), grad.dtype))
+                continue
+            flipped = jnp.flip(taps, (0, 1)).transpose(0, 1, 3, 2)  # [kp, kq, o, c]
+            pads = ((kp - 1, rows - oh), (kq - 1, cols - ow))
+            phases.append(_conv(grad, flipped, (1, 1), pads))
+    # [a, b, n, r, q, c] -> [n, r, a, q, b, c] -> rows r * sh + a, columns q * sw + b
+    dx = jnp.stack(phases).reshape(sh, sw, n, rows, cols, c).transpose(2, 3, 0, 4, 1, 5)
+    return dx.reshape(n, rows * sh, cols * sw, c)[:, :h, :w, :]
+
+
+class Conv(nn.Module):
+    """``nn.Conv(features, kernel_size, strides, padding, use_bias)``: same parameters
+    (``kernel``, HWIO, and ``bias``), same initialisation, same result."""
+
+    features: int
+    kernel_size: Sequence[int]
+    strides: Sequence[int] = (1, 1)
+    padding: str | Sequence[tuple[int, int]] = "SAME"
+    use_bias: bool = False
+    kernel_init: nn.initializers.Initializer = nn.initializers.lecun_normal()
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        kh, kw = self.kernel_size
+        kernel = self.param("kernel", self.kernel_init, (kh, kw, x.shape[-1], self.features))
+        strides = tuple(self.strides)
+        pads = self.padding
+        if isinstance(pads, str):
+            pads = jax.lax.padtype_to_pads(x.shape[1:3], (kh, kw), strides, pads)
+        pads = tuple(tuple(p) for p in pads)
+        if x.shape[1] < kh or x.shape[2] < kw:
+            y = conv_as_matmul(x, kernel, strides, pads)
+        elif strides != (1, 1) and not any(pads[0] + pads[1]) and jax.default_backend() == "cpu":
+            y = strided_conv(x, kernel, strides)
+        else:
+            y = _conv(x, kernel, strides, pads)
+        if self.use_bias:
+            y = y + self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        return y
