@@ -59,7 +59,7 @@ def realsense_worker(serial: str, namespace: str, seconds: float, warmup: float)
     from rclpy.parameter import Parameter
 
     from robot_rl.drivers.cameras.realsense import RealSenseNode
-    from robot_rl.drivers.cameras.software_realsense import SoftwareRealSense
+    from robot_rl.sim.cells.software_realsense import SoftwareRealSense
 
     latencies: list[float] = []
     measuring = threading.Event()

@@ -82,7 +82,7 @@ DEPTH_INTRINSICS = Intrinsics(640, 480, 400.0, 400.0, 319.5, 239.5)  # wider tha
 
 
 def _software_camera(depth: bool = False):
-    from robot_rl.drivers.cameras.software_realsense import SoftwareRealSense
+    from robot_rl.sim.cells.software_realsense import SoftwareRealSense
 
     return SoftwareRealSense(
         SERIAL, intrinsics=INTRINSICS, depth=depth, depth_intrinsics=DEPTH_INTRINSICS

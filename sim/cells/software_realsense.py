@@ -1,7 +1,7 @@
 """A RealSense made of software: an ``rs.software_device`` with a colour (and optionally a depth)
 sensor whose frames the caller injects. Frames go through the real librealsense pipeline (sensor
 streaming, syncer, frame queues), so the RealSense node's own code path runs unchanged; only the
-USB camera is replaced. Used by the driver's tests and benchmark.
+USB camera is replaced. A peer for the driver's tests and benchmark, like the other cells here.
 """
 
 from __future__ import annotations
