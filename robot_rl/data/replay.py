@@ -19,8 +19,10 @@ two per stream) at one frame of memory per extra slot.
 An observation whose arrays are the very ones given as its stream's last next observation (the
 ``obs = next_obs`` of every RL loop) continues that frame without being compared; any other
 (decoded from the network, copied) is compared with the stored frame, and stored anew if it
-differs. ``add`` validates without copying, then copies each array once, into its slot;
-``sample`` gathers the obs and next-obs frames of a batch in one ``np.take`` per key.
+differs. A caller that refills those very arrays in place with other data before giving them as
+the observation must give copies instead. ``add`` validates without copying, then copies each
+array once, into its slot; ``sample`` gathers the obs and next-obs frames of a batch in one
+``np.take`` per key.
 """
 
 from __future__ import annotations
