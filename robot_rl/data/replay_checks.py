@@ -20,6 +20,7 @@ Layout = tuple[tuple[str, tuple[int, ...], np.dtype, Callable[[np.ndarray], bool
 _sum = np.add.reduce  # ndarray.sum without its Python wrapper: a third of a small sum's time
 _FLOAT32 = np.dtype(np.float32)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_SHORT = 64  # a 1-d float array up to this long is checked by ``short_all_finite``
 
 
 def all_finite(values: np.ndarray) -> bool:
@@ -38,7 +39,7 @@ def finiteness_check(shape: tuple[int, ...], dtype: np.dtype):
     """The finiteness check for values of this shape and dtype; None for integers."""
     if not np.issubdtype(dtype, np.floating):
         return None
-    return short_all_finite if len(shape) == 1 and shape[0] <= 64 else all_finite
+    return short_all_finite if len(shape) == 1 and shape[0] <= _SHORT else all_finite
 
 
 def observation_layout(space) -> Layout:
@@ -91,7 +92,7 @@ def check_action(shape: tuple[int, ...], action) -> np.ndarray:
         action = np.asarray(action, dtype=_FLOAT32)
     if action.shape != shape:
         raise ValueError(f"action: expected shape {shape}, got {action.shape}")
-    if not (short_all_finite if shape[0] <= 64 else all_finite)(action):
+    if not (short_all_finite if shape[0] <= _SHORT else all_finite)(action):
         raise ValueError(f"action contains NaN or inf: {action}")
     return action
 
