@@ -25,7 +25,8 @@ export ROBOT_RL_ROOT ROBOT_RL_VENV ROBOT_RL_LAUNCH_WHEELS
 # options; a failure is still returned as this file's status.
 _robot_rl_install() (
     set -euo pipefail
-    debs=(libegl1 libegl-mesa0 libgl1-mesa-dri libusb-1.0-0)
+    # g++ compiles the learner's oneDNN convolution extension (robot_rl/agents/encoders)
+    debs=(libegl1 libegl-mesa0 libgl1-mesa-dri libusb-1.0-0 g++)
     # ensurepip comes from a separate Debian package; without it `python3 -m venv` fails.
     if [ ! -x "$ROBOT_RL_VENV/bin/python" ] && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
         debs+=(python3-venv)
@@ -38,7 +39,7 @@ _robot_rl_install() (
             [ "$status" = "install ok installed" ] || missing+=("$pkg")
         done
     else
-        echo "setup: no dpkg here; make sure EGL/Mesa and libusb-1.0 are installed" >&2
+        echo "setup: no dpkg here; make sure EGL/Mesa, libusb-1.0 and g++ are installed" >&2
     fi
     if [ "${#missing[@]}" -gt 0 ]; then
         if [ "$(id -u)" = 0 ]; then
@@ -98,6 +99,9 @@ _robot_rl_install() (
             echo "setup: no ROS 2 launch wheels in $ROBOT_RL_LAUNCH_WHEELS; ros2 launch and its" \
                 "tests are unavailable" >&2
         fi
+        # The oneDNN convolution extension, compiled now rather than in the first training run.
+        "$py" -c 'import sys; from robot_rl.agents.encoders.onednn_conv import main; sys.exit(main())' ||
+            echo "setup: the CPU learner's conv trunks will use XLA's convolutions" >&2
         echo "$stamp" >"$stamp_file"
         echo "setup: done"
     fi

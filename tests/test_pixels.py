@@ -33,6 +33,48 @@ def test_conv_encoder_with_drq_trains_end_to_end():
     assert action.shape == (3,) and action[-1] in (-1.0, 0.0, 1.0)
 
 
+def test_bf16_conv_trunk_keeps_f32_parameters_and_tracks_the_f32_update():
+    """encoder_dtype='bfloat16': the convolutions' operands are bf16, everything the optimiser
+    sees stays f32, and one update moves the parameters as the f32 agent's does (the same
+    direction; the step differs by bf16 rounding only). Adam's first step is about the sign of
+    each gradient entry, so entries near zero may flip: 0.97 here, 1.0 between two f32 runs."""
+    space = pixel_space(32)
+    batch = random_batch(space, 3, 8)
+    agents = {
+        dtype: SACAgent.create(0, space, action_space(), TINY.replace(encoder_dtype=dtype))
+        for dtype in ("float32", "bfloat16")
+    }
+    before = agents["float32"].critic.params
+    after = {dtype: agent.update(batch)[0].critic.params for dtype, agent in agents.items()}
+    for leaf in jax.tree.leaves(after["bfloat16"]):
+        assert leaf.dtype == np.float32 and np.isfinite(leaf).all()
+
+    def step(params):
+        pairs = zip(jax.tree.leaves(params), jax.tree.leaves(before), strict=True)
+        return np.concatenate([np.ravel(a - b) for a, b in pairs])
+
+    delta = {dtype: step(params) for dtype, params in after.items()}
+    cosine = delta["float32"] @ delta["bfloat16"]
+    cosine /= np.linalg.norm(delta["float32"]) * np.linalg.norm(delta["bfloat16"])
+    assert cosine > 0.95
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"encoder_dtype": "float16"}, "encoder_dtype must be float32 or bfloat16"),
+        ({"encoder_dtype": "bfloat16", "encoder": "resnet10"}, "not to 'resnet10'"),
+        (
+            {"encoder_dtype": "bfloat16", "encoder": "conv", "encoder_frozen": True},
+            "not to a frozen 'conv'",
+        ),
+    ],
+)
+def test_encoder_dtype_is_checked(changes, message):
+    with pytest.raises(ValueError, match=message):
+        TINY.replace(**changes).validate()
+
+
 def test_drq_shift_changes_the_update_and_zero_pad_does_not_augment():
     space = pixel_space(32, cameras=("front",))
     batch = random_batch(space, 2, 8)

@@ -50,6 +50,10 @@ class AgentConfig:
     """Pretrained weights for the frozen trunk: a torch state dict (.pt/.pth, torchvision names,
     for 'resnet10') or a .safetensors file (`robot-rl convert-encoder` writes SERL's). Read
     when a run starts; checkpoints keep the trunk itself and record the file's SHA-256."""
+    encoder_dtype: str = "float32"
+    """Activations of a trained conv trunk ('conv', 'lerobot_conv'): 'float32' or 'bfloat16'.
+    Parameters, gradients and optimiser state stay f32. On a CPU with AMX or AVX512-BF16 the
+    bf16 trunk runs on those units through oneDNN (``benchmarks/pixels_vs_torch.py``)."""
     pooling: str = "flatten"
     """Head pooling of the trunk's feature map: 'flatten', 'spatial_learned' or 'avg'."""
     num_spatial_features: int = 8
@@ -89,6 +93,17 @@ class AgentConfig:
         if self.pooling not in ("flatten", "spatial_learned", "avg"):
             raise ValueError(
                 f"pooling must be flatten, spatial_learned or avg, got {self.pooling!r}"
+            )
+        if self.encoder_dtype not in ("float32", "bfloat16"):
+            raise ValueError(
+                f"encoder_dtype must be float32 or bfloat16, got {self.encoder_dtype!r}"
+            )
+        if self.encoder_dtype != "float32" and (
+            self.encoder_frozen or self.encoder not in ("conv", "lerobot_conv")
+        ):
+            raise ValueError(
+                "encoder_dtype bfloat16 applies to a trained 'conv' or 'lerobot_conv' trunk, "
+                f"not to {'a frozen ' if self.encoder_frozen else ''}{self.encoder!r}"
             )
         if self.drq_pad < 0:
             raise ValueError(f"drq_pad must be >= 0, got {self.drq_pad}")

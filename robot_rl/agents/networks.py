@@ -126,6 +126,7 @@ class ObservationEncoder(nn.Module):
     image_keys: tuple[str, ...]
     state_keys: tuple[str, ...]
     trunk: str | None = "conv"
+    trunk_dtype: str = "float32"
     pooling: str = "flatten"
     num_spatial_features: int = 8
     bottleneck_dim: int = 50
@@ -140,7 +141,10 @@ class ObservationEncoder(nn.Module):
             if x.dtype == jnp.uint8:
                 if self.trunk is None:
                     raise ValueError(f"camera {key!r} arrived as pixels but its trunk is frozen")
-                x = TRUNKS[self.trunk](name=f"trunk_{key}")(x)
+                options = {}
+                if self.trunk_dtype != "float32":
+                    options["dtype"] = jnp.dtype(self.trunk_dtype)
+                x = TRUNKS[self.trunk](name=f"trunk_{key}", **options)(x)
             head = EncoderHead(
                 pooling=self.pooling,
                 num_spatial_features=self.num_spatial_features,

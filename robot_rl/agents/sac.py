@@ -116,6 +116,7 @@ class SACAgent(struct.PyTreeNode):
             image_keys=image_keys,
             state_keys=state_keys,
             trunk=None if config.encoder_frozen else config.encoder,
+            trunk_dtype=config.encoder_dtype,
             pooling=config.pooling,
             num_spatial_features=config.num_spatial_features,
             bottleneck_dim=config.bottleneck_dim,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -25,6 +26,10 @@ class ConvTrunk(nn.Module):
     strides: tuple[int, ...] = (2, 2, 1, 1)
     kernel_sizes: tuple[int, ...] | None = None
     """Per-layer kernel sizes (as many as ``strides``); None uses ``kernel_size`` everywhere."""
+    dtype: Any = jnp.float32
+    """The convolutions' operand dtype: with bf16 each layer's input and kernel are rounded to
+    bf16 and the convolution accumulates in f32 (through oneDNN on the CPU, on AMX or
+    AVX512-BF16 units); parameters, biases, ReLUs and the trunk's output stay f32."""
 
     @nn.compact
     def __call__(self, images: jax.Array) -> jax.Array:
@@ -49,6 +54,8 @@ class ConvTrunk(nn.Module):
                 padding="VALID",
                 use_bias=True,
                 kernel_init=nn.initializers.orthogonal(math.sqrt(2.0)),
+                dtype=self.dtype,
+                onednn=True,
                 name=f"conv{i}",
             )(x)
             x = nn.relu(x)
