@@ -87,6 +87,7 @@ def settings_of(cfg) -> dict:
         "utd_ratio": cfg.utd_ratio,
         "encoder": agent.encoder,
         "encoder_frozen": agent.encoder_frozen,
+        "encoder_dtype": agent.encoder_dtype,
         "drq_pad": agent.drq_pad,
         "num_critics": agent.num_critics,
         "demos": cfg.demos,
@@ -120,6 +121,8 @@ def configure(args, seed: int, run_dir: Path, classifier: str | None):
     if args.candidate == "frozen64":  # the alternative the recipe was measured against
         frozen = cfg.agent.replace(encoder_frozen=True)
         cfg = dataclasses.replace(cfg, image_size=64, batch_size=256, agent=frozen)
+    elif args.candidate == "bf16":  # the recipe with bf16 convolutions in the trained trunk
+        cfg = dataclasses.replace(cfg, agent=cfg.agent.replace(encoder_dtype="bfloat16"))
     return cfg
 
 
@@ -128,7 +131,8 @@ def run_seed(args, seed: int, emit: JsonLines, classifier: str | None) -> dict:
 
     from robot_rl.runtime.train_loop import train
 
-    run_dir = Path(args.runs) / f"{args.part}_seed{seed}"
+    suffix = "" if args.candidate == "recipe" else f"_{args.candidate}"
+    run_dir = Path(args.runs) / f"{args.part}{suffix}_seed{seed}"
     cfg = configure(args, seed, run_dir, classifier)
     settings = settings_of(cfg)
     budget = cfg.total_steps
@@ -192,7 +196,9 @@ def confirm(args, seed: int, emit: JsonLines) -> None:
     from reward_classifier import ground_truth_eval
 
     started = time.perf_counter()
-    result = ground_truth_eval(Path(args.runs) / f"{args.part}_seed{seed}", args.confirm_episodes)
+    suffix = "" if args.candidate == "recipe" else f"_{args.candidate}"
+    run_dir = Path(args.runs) / f"{args.part}{suffix}_seed{seed}"
+    result = ground_truth_eval(run_dir, args.confirm_episodes)
     emit(
         {
             "part": args.part,
@@ -351,9 +357,10 @@ def main(argv=None) -> int:
     parser.add_argument("--measure", type=int, default=0, help="only time this many steps")
     parser.add_argument(
         "--candidate",
-        choices=("recipe", "frozen64"),
+        choices=("recipe", "frozen64", "bf16"),
         default="recipe",
-        help="frozen64: a frozen random trunk with the embedding cache, 64 px, batch 256",
+        help="frozen64: a frozen random trunk with the embedding cache, 64 px, batch 256; "
+        "bf16: the recipe with encoder_dtype=bfloat16",
     )
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="JSON lines and PNGs")
     parser.add_argument("--runs", default="runs/pixel_learning", help="run directories")
@@ -363,7 +370,9 @@ def main(argv=None) -> int:
     if args.plot:
         plot(out)
         return 0
-    name = f"{args.part}_measure_{args.candidate}" if args.measure else args.part
+    name = args.part if args.candidate == "recipe" else f"{args.part}_{args.candidate}"
+    if args.measure:
+        name = f"{args.part}_measure_{args.candidate}"
     for seed in (int(s) for s in args.seeds.split(",")):
         emit = JsonLines(out / f"{name}_seed{seed}.jsonl")
         if args.confirm_only:

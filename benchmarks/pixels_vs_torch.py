@@ -1,13 +1,17 @@
 """Pixels on the CPU: robot_rl's jitted SAC update against a PyTorch one of the same configuration.
 
     python benchmarks/pixels_vs_torch.py [--config conv,resnet10] [--part update,trunk]
-                                         [--rounds 5] [--threads 2] [--out FILE]
+                                         [--rounds 5] [--threads 2] [--no-bf16] [--out FILE]
 
 Two 64x64 cameras + a 20-d state, 4-d action, batch 64, 2 critics, DrQ random shift (pad 4),
 4 critic updates per call and one actor + temperature update per 4 critic updates:
 
 - ``conv``: LeRobot SAC's default image encoder shape (``lerobot_conv``), trained by the critic;
 - ``resnet10``: a frozen ResNet-10 run on every sampled image (no embedding cache).
+
+For ``conv`` two more contenders use bf16 in the trunk's convolutions: ``ours_bf16``
+(``encoder_dtype='bfloat16'``: bf16 operands, f32 accumulation, on oneDNN) and ``torch_bf16``
+(torch's autocast around the trunk). Everything else stays f32 in both.
 
 Parts: ``update`` times one whole update call (4 critic updates); ``trunk`` times the trunk
 alone in both frameworks (the conv forward + backward for ``conv``, the forward for the frozen
@@ -42,7 +46,7 @@ OURS_XLA_FLAGS = ""
 
 
 # ---------------------------------------------------------------------------------- workers
-def _ours_update(config: str):
+def _ours_update(config: str, bf16: bool = False):
     import jax
     from agent_fixtures import random_batch
     from learner import spaces
@@ -60,7 +64,8 @@ def _ours_update(config: str):
         bottleneck_dim=256,
     )
     if config == "conv":
-        cfg = AgentConfig(encoder="lerobot_conv", **common)
+        dtype = "bfloat16" if bf16 else "float32"
+        cfg = AgentConfig(encoder="lerobot_conv", encoder_dtype=dtype, **common)
     else:
         cfg = AgentConfig(encoder="resnet10", encoder_frozen=True, **common)
     state = {"agent": SACAgent.create(0, obs_space, act_space, cfg)}
@@ -76,7 +81,7 @@ def _ours_update(config: str):
     return step, sync
 
 
-def _ours_trunk(config: str):
+def _ours_trunk(config: str, bf16: bool = False):
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -84,7 +89,10 @@ def _ours_trunk(config: str):
     from robot_rl.agents.encoders import TRUNKS
 
     rng = np.random.default_rng(0)
-    trunk = TRUNKS["lerobot_conv" if config == "conv" else "resnet10"]()
+    if config == "conv":
+        trunk = TRUNKS["lerobot_conv"](dtype=jnp.bfloat16 if bf16 else jnp.float32)
+    else:
+        trunk = TRUNKS["resnet10"]()
     # One trunk pass over what one update call feeds it: 4 minibatches x 2 cameras.
     images = jnp.asarray(rng.integers(0, 256, (BATCH * CAMERAS, SIZE, SIZE, 3), np.uint8))
     variables = trunk.init(jax.random.key(0), images)
@@ -109,13 +117,13 @@ def _ours_trunk(config: str):
     return step, sync
 
 
-def _torch_update(config: str):
+def _torch_update(config: str, bf16: bool = False):
     import torch_sac_baseline as tb
     from agent_fixtures import random_batch
     from learner import spaces
 
     obs_space, _ = spaces(STATE, ACTION, CAMERAS, SIZE)
-    sac = tb.TorchSAC("lerobot_conv" if config == "conv" else "resnet10")
+    sac = tb.TorchSAC("lerobot_conv" if config == "conv" else "resnet10", conv_bf16=bf16)
     batch = tb.torch_batch(random_batch(obs_space, ACTION, BATCH * UTD))
 
     def step():
@@ -124,7 +132,7 @@ def _torch_update(config: str):
     return step, lambda: None
 
 
-def _torch_trunk(config: str):
+def _torch_trunk(config: str, bf16: bool = False):
     import torch
     import torch_sac_baseline as tb
 
@@ -132,7 +140,7 @@ def _torch_trunk(config: str):
     images = torch.randint(0, 256, (BATCH * CAMERAS, 3, SIZE, SIZE), generator=g).float()
     images = images.contiguous(memory_format=torch.channels_last)
     if config == "conv":
-        trunk = tb.ConvTrunk().to(memory_format=torch.channels_last)
+        trunk = tb.ConvTrunk(bf16=bf16).to(memory_format=torch.channels_last)
 
         def step():
             for p in trunk.parameters():
@@ -159,7 +167,7 @@ def worker(spec: dict) -> None:
     else:
         build = {"update": _ours_update, "trunk": _ours_trunk}[spec["part"]]
     t0 = time.perf_counter()
-    step, sync = build(spec["config"])
+    step, sync = build(spec["config"], spec.get("bf16", False))
     step()
     sync()
     print(json.dumps({"ready": True, "warmup_s": time.perf_counter() - t0}), flush=True)
@@ -213,12 +221,15 @@ class Worker:
 def measure(config: str, part: str, contenders: dict, rounds: int, calls: int, threads: int):
     """Interleaved rounds; yields JSON-ready lines."""
     workers = []
-    for name, (framework, flags, own_threads) in contenders.items():
+    for name, (framework, flags, own_threads, bf16) in contenders.items():
+        if bf16 and config != "conv":
+            continue  # bf16 is the trained conv trunk's option
         spec = {
             "framework": framework,
             "config": config,
             "part": part,
             "threads": own_threads or threads,
+            "bf16": bf16,
         }
         workers.append(Worker(name, spec, flags))
     for w in workers:
@@ -253,6 +264,7 @@ def measure(config: str, part: str, contenders: dict, rounds: int, calls: int, t
                 "contender": w.name,
                 "framework": w.spec["framework"],
                 "contender_threads": w.spec["threads"],
+                "conv_bf16": w.spec["bf16"],
                 "xla_flags": w.xla_flags if w.spec["framework"] == "ours" else None,
                 "ms_per_call_median": round(statistics.median(ms), 1),
                 "ms_per_call_rounds": [round(x, 1) for x in ms],
@@ -289,6 +301,12 @@ def main(argv=None) -> int:
         help="NAME=XLA_FLAGS for one of our contenders (repeatable); default: the library's",
     )
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument(
+        "--no-bf16",
+        action="store_true",
+        help="leave out the bf16 conv contenders (ours_bf16: encoder_dtype=bfloat16; "
+        "torch_bf16: autocast around the trunk)",
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -299,13 +317,17 @@ def main(argv=None) -> int:
     contenders = {}
     for item in args.ours_flags or [f"ours={OURS_XLA_FLAGS}"]:
         name, _, flags = item.partition("=")
-        contenders[name] = ("ours", flags, None)
+        contenders[name] = ("ours", flags, None, False)
+    if not args.no_bf16:
+        contenders["ours_bf16"] = ("ours", "", None, True)
     if not args.no_torch:
-        contenders["torch"] = ("torch", "", None)
+        contenders["torch"] = ("torch", "", None, False)
         if args.threads > 1:
             # Under oversubscription torch's OpenMP regions can lose more to waiting for a
             # descheduled thread than they gain; its one-thread time is reported as well.
-            contenders["torch_1thread"] = ("torch", "", 1)
+            contenders["torch_1thread"] = ("torch", "", 1, False)
+        if not args.no_bf16:
+            contenders["torch_bf16"] = ("torch", "", None, True)
     for config in args.config.split(","):
         for part in args.part.split(","):
             for line in measure(config, part, contenders, args.rounds, args.calls, args.threads):

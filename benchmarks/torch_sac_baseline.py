@@ -38,8 +38,9 @@ LEROBOT_CONV = ((7, 2), (5, 2), (3, 2), (3, 2))
 
 
 class ConvTrunk(nn.Module):
-    def __init__(self, layers=LEROBOT_CONV, channels: int = 32):
+    def __init__(self, layers=LEROBOT_CONV, channels: int = 32, bf16: bool = False):
         super().__init__()
+        self.bf16 = bf16
         convs, in_ch = [], 3
         for kernel, stride in layers:
             conv = nn.Conv2d(in_ch, channels, kernel, stride=stride)
@@ -51,7 +52,9 @@ class ConvTrunk(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         # ``images``: float [B, 3, H, W] in [0, 255] (after the shift), channels_last.
-        return self.net(images / 255.0 - 0.5)
+        # bf16: torch's own lever, autocast (the convolutions on oneDNN in bf16).
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            return self.net(images / 255.0 - 0.5).float()
 
 
 class Head(nn.Module):
@@ -232,6 +235,7 @@ class TorchSAC:
         init_temperature: float = 1.0,
         seed: int = 0,
         fold_bn: bool = True,
+        conv_bf16: bool = False,
     ):
         torch.manual_seed(seed)
         self.generator = torch.Generator().manual_seed(seed)
@@ -241,7 +245,10 @@ class TorchSAC:
         probe = torch.zeros(1, 3, image_size, image_size)
         if trunk == "lerobot_conv":
             self.frozen = None
-            trunk_factory = ConvTrunk
+
+            def trunk_factory():
+                return ConvTrunk(bf16=conv_bf16)
+
             fmap = ConvTrunk()(probe).shape[1:]
         elif trunk == "resnet10":
             self.frozen = FrozenResNet(fold=fold_bn)
