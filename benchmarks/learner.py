@@ -41,6 +41,7 @@ import roofline
 from agent_fixtures import random_batch
 
 from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.encoders import onednn_conv
 from robot_rl.agents.networks import CriticEnsemble
 from robot_rl.agents.sac import SACAgent
 
@@ -85,8 +86,14 @@ def xla_share(agent: SACAgent, batch: dict, utd: int, seconds: float, roof: dict
         b["next_observations"] = a._prepare(a.rng, b["next_observations"])
         return b
 
-    critic = roofline.xla_flops(lambda a, b: a._update_critic(prepared(a, b), a.rng)[0], agent, mb)
-    actor = roofline.xla_flops(lambda a, b: a._update_actor(prepared(a, b), a.rng)[0], agent, mb)
+    # XLA counts no FLOPs inside the oneDNN convolutions' FFI calls: count XLA's own
+    with onednn_conv.xla_convolutions():
+        critic = roofline.xla_flops(
+            lambda a, b: a._update_critic(prepared(a, b), a.rng)[0], agent, mb
+        )
+        actor = roofline.xla_flops(
+            lambda a, b: a._update_actor(prepared(a, b), a.rng)[0], agent, mb
+        )
     if critic is None or actor is None:
         return {}
     # an actor update also prepares (augments, embeds) the batch: counted once per critic step

@@ -51,9 +51,10 @@ class AgentConfig:
     for 'resnet10') or a .safetensors file (`robot-rl convert-encoder` writes SERL's). Read
     when a run starts; checkpoints keep the trunk itself and record the file's SHA-256."""
     encoder_dtype: str = "float32"
-    """Activations of a trained conv trunk ('conv', 'lerobot_conv'): 'float32' or 'bfloat16'.
-    Parameters, gradients and optimiser state stay f32. On a CPU with AMX or AVX512-BF16 the
-    bf16 trunk runs on those units through oneDNN (``benchmarks/pixels_vs_torch.py``)."""
+    """Convolution operands of a trained conv trunk ('conv', 'lerobot_conv'): 'float32' or
+    'bfloat16' (inputs and kernels rounded to bf16, f32 accumulation). Parameters, biases,
+    ReLUs, gradients and optimiser state stay f32. On a CPU with AMX or AVX512-BF16 the bf16
+    convolutions run on those units through oneDNN (``benchmarks/pixels_vs_torch.py``)."""
     pooling: str = "flatten"
     """Head pooling of the trunk's feature map: 'flatten', 'spatial_learned' or 'avg'."""
     num_spatial_features: int = 8

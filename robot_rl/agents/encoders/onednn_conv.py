@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from functools import cache, partial
 from pathlib import Path
 
@@ -112,9 +113,25 @@ def _load() -> str | None:
     return None
 
 
+_xla_only = False
+
+
 def available() -> bool:
-    """True when convolutions on the CPU backend can run through oneDNN here."""
-    return _load() is None
+    """True when convolutions on the CPU backend can run through oneDNN here (read when a
+    function is traced)."""
+    return not _xla_only and _load() is None
+
+
+@contextmanager
+def xla_convolutions():
+    """Functions traced inside use XLA's convolutions: for XLA's cost analysis, which counts no
+    FLOPs inside an FFI call (``benchmarks/learner.py``)."""
+    global _xla_only
+    previous, _xla_only = _xla_only, True
+    try:
+        yield
+    finally:
+        _xla_only = previous
 
 
 def unavailable_reason() -> str | None:
