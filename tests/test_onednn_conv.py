@@ -122,3 +122,25 @@ def test_conv_trunk_is_the_same_function_on_onednn_and_on_xla(tmp_path):
         np.testing.assert_allclose(
             outputs["onednn"][key], outputs["xla"][key], rtol=2e-4, atol=2e-4
         )
+
+
+def test_xla_convolutions_lets_xla_count_the_flops():
+    """Inside ``xla_convolutions()`` a trunk traces to XLA's own convolutions, whose FLOPs XLA's
+    cost analysis counts; with the extension it counts none of them."""
+    from robot_rl.agents.encoders import LeRobotConvTrunk
+
+    trunk = LeRobotConvTrunk()
+    images = np.zeros((8, 64, 64, 3), np.uint8)
+    variables = trunk.init(jax.random.key(0), images)
+
+    def flops():
+        analysis = jax.jit(lambda v: trunk.apply(v, images)).lower(variables).compile()
+        return analysis.cost_analysis()["flops"]
+
+    with onednn_conv.xla_convolutions():
+        assert not onednn_conv.available()
+        counted = flops()
+    assert onednn_conv.available()
+    # the first layer alone: 8 images x 29 x 29 outputs x 32 channels x 7 x 7 x 3 taps x 2
+    assert counted > 8 * 29 * 29 * 32 * 147 * 2
+    assert flops() < counted / 10
