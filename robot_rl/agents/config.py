@@ -5,6 +5,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+CONV_TRUNKS = ("conv", "lerobot_conv")
+"""The trained conv trunks: ``encoder_dtype`` applies to them, and on the CPU their convolutions
+run on oneDNN (``encoders/onednn_conv.py``)."""
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -100,7 +104,7 @@ class AgentConfig:
                 f"encoder_dtype must be float32 or bfloat16, got {self.encoder_dtype!r}"
             )
         if self.encoder_dtype != "float32" and (
-            self.encoder_frozen or self.encoder not in ("conv", "lerobot_conv")
+            self.encoder_frozen or self.encoder not in CONV_TRUNKS
         ):
             raise ValueError(
                 "encoder_dtype bfloat16 applies to a trained 'conv' or 'lerobot_conv' trunk, "
