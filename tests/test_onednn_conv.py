@@ -144,3 +144,17 @@ def test_xla_convolutions_lets_xla_count_the_flops():
     # the first layer alone: 8 images x 29 x 29 outputs x 32 channels x 7 x 7 x 3 taps x 2
     assert counted > 8 * 29 * 29 * 32 * 147 * 2
     assert flops() < counted / 10
+
+
+@pytest.mark.parametrize(
+    ("x_dtype", "kernel_dtype", "message"),
+    [
+        (jnp.float32, jnp.bfloat16, "input and kernel dtypes differ"),
+        (jnp.float16, jnp.float16, "input and kernel dtypes must be f32 or bf16"),
+    ],
+)
+def test_operands_of_another_dtype_are_refused_in_one_line(x_dtype, kernel_dtype, message):
+    x = jnp.ones((1, 8, 8, 2), x_dtype)
+    kernel = jnp.ones((3, 3, 2, 4), kernel_dtype)
+    with pytest.raises(Exception, match=message):
+        jax.block_until_ready(onednn_conv.conv(x, kernel, (1, 1), ((0, 0), (0, 0))))

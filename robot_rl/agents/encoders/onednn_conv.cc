@@ -127,6 +127,15 @@ void* ThreadBuffer(int slot, size_t bytes) {
 
 Dt DnnlType(ffi::DataType type) { return type == ffi::BF16 ? Dt::bf16 : Dt::f32; }
 
+// Both operands f32, or both bf16; `what` names them in the error.
+ffi::Error CheckTypes(ffi::DataType a, ffi::DataType b, const char* what) {
+  if (a != b) return ffi::Error::InvalidArgument(std::string("onednn conv: ") + what + " differ");
+  if (a != ffi::F32 && a != ffi::BF16) {
+    return ffi::Error::InvalidArgument(std::string("onednn conv: ") + what + " must be f32 or bf16");
+  }
+  return ffi::Error::Success();
+}
+
 ffi::Error Execute(const Geometry& g, void* input, void* kernel, void* output, int64_t threads) {
   omp_set_num_threads(static_cast<int>(threads));
   auto& engine = Engine();
@@ -164,52 +173,60 @@ ffi::Error Execute(const Geometry& g, void* input, void* kernel, void* output, i
 }
 
 template <typename F>
-ffi::Error Guarded(F&& body) {
+ffi::Error Guarded(const Geometry& g, F&& body) {
   try {
     return body();
   } catch (const dnnl::error& e) {
-    return ffi::Error::Internal(std::string("oneDNN: ") + e.what());
+    std::string message = std::string("oneDNN: ") + e.what();
+    if (g.dtype == Dt::bf16) {
+      message += " (bf16 convolutions need a CPU with AVX512 or AMX: --agent.encoder-dtype float32)";
+    }
+    return ffi::Error::Internal(message);
   }
 }
 
 ffi::Error ForwardImpl(ffi::AnyBuffer x, ffi::AnyBuffer kernel, ffi::Result<ffi::AnyBuffer> y,
                        int64_t sh, int64_t sw, int64_t pt, int64_t pb, int64_t pl, int64_t pr, int64_t threads) {
-  if (x.element_type() != kernel.element_type()) {
-    return ffi::Error::InvalidArgument("onednn conv: input and kernel dtypes differ");
+  if (auto error = CheckTypes(x.element_type(), kernel.element_type(), "input and kernel dtypes");
+      error.failure()) {
+    return error;
   }
   auto xd = x.dimensions();
   auto kd = kernel.dimensions();
   Geometry g{xd[0], xd[1], xd[2], xd[3], kd[0], kd[1], kd[3], sh, sw, pt, pb, pl, pr,
              DnnlType(x.element_type()), kForward};
-  return Guarded([&] { return Execute(g, x.untyped_data(), kernel.untyped_data(),
+  return Guarded(g, [&] { return Execute(g, x.untyped_data(), kernel.untyped_data(),
                                       y->untyped_data(), threads); });
 }
 
 ffi::Error BackwardDataImpl(ffi::AnyBuffer grad, ffi::AnyBuffer kernel,
                             ffi::Result<ffi::AnyBuffer> dx, int64_t sh, int64_t sw, int64_t pt,
                             int64_t pb, int64_t pl, int64_t pr, int64_t threads) {
-  if (grad.element_type() != kernel.element_type()) {
-    return ffi::Error::InvalidArgument("onednn conv: gradient and kernel dtypes differ");
+  if (auto error = CheckTypes(grad.element_type(), kernel.element_type(),
+                              "gradient and kernel dtypes");
+      error.failure()) {
+    return error;
   }
   auto xd = dx->dimensions();
   auto kd = kernel.dimensions();
   Geometry g{xd[0], xd[1], xd[2], xd[3], kd[0], kd[1], kd[3], sh, sw, pt, pb, pl, pr,
              DnnlType(grad.element_type()), kBackwardData};
-  return Guarded([&] { return Execute(g, dx->untyped_data(), kernel.untyped_data(),
+  return Guarded(g, [&] { return Execute(g, dx->untyped_data(), kernel.untyped_data(),
                                       grad.untyped_data(), threads); });
 }
 
 ffi::Error BackwardWeightsImpl(ffi::AnyBuffer x, ffi::AnyBuffer grad,
                                ffi::Result<ffi::AnyBuffer> dkernel, int64_t sh, int64_t sw,
                                int64_t pt, int64_t pb, int64_t pl, int64_t pr, int64_t threads) {
-  if (x.element_type() != grad.element_type()) {
-    return ffi::Error::InvalidArgument("onednn conv: input and gradient dtypes differ");
+  if (auto error = CheckTypes(x.element_type(), grad.element_type(), "input and gradient dtypes");
+      error.failure()) {
+    return error;
   }
   auto xd = x.dimensions();
   auto kd = dkernel->dimensions();
   Geometry g{xd[0], xd[1], xd[2], xd[3], kd[0], kd[1], kd[3], sh, sw, pt, pb, pl, pr,
              DnnlType(x.element_type()), kBackwardWeights};
-  return Guarded([&] { return Execute(g, x.untyped_data(), dkernel->untyped_data(),
+  return Guarded(g, [&] { return Execute(g, x.untyped_data(), dkernel->untyped_data(),
                                       grad.untyped_data(), threads); });
 }
 
