@@ -87,6 +87,7 @@ def test_doctor_json_has_every_item(doctor_report):
         "python",
         "jax",
         "torch",
+        "onednn",
         "mujoco",
         "rendering",
         "rclpy",

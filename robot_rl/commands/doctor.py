@@ -2,7 +2,8 @@
 
 Every probe except Python's runs in its own process with a timeout, so a broken GL driver, a
 crashing native library or a hanging import is reported as an error instead of taking doctor
-down. Only JAX is required; the rest (MuJoCo, ROS 2, RealSense, torch) is optional. The
+down. Only JAX is required; the rest (oneDNN convolutions, MuJoCo, ROS 2, RealSense, torch) is
+optional. The
 ``cameras`` and ``teleop`` lines list the devices this machine shows (RealSense serials, video
 devices, SpaceMice, gamepads), as the hardware files name them.
 """
@@ -38,6 +39,7 @@ FIX_LIBUSB = f"{SUDO}apt-get install -y libusb-1.0-0"
 FIX_REALSENSE = f"pip install pyrealsense2 && {FIX_LIBUSB}"
 FIX_TORCH = "pip install -e '.[torch]'  # pins torch==2.13.0"
 FIX_HARDWARE = "pip install -e '.[hardware,ros]'"
+FIX_ONEDNN = f"{SUDO}apt-get install -y g++ && pip install -e ."
 
 # A probe prints its result as the last line starting with this, after any library chatter.
 MARKER = "ROBOT_RL_DOCTOR_PROBE "
@@ -111,6 +113,37 @@ def probe_torch() -> dict[str, Any]:
         return _missing("torch (optional: loading PyTorch encoders)", FIX_TORCH)
     cuda = "CUDA available" if torch.cuda.is_available() else "CPU only"
     return {"status": "ok", "detail": f"{torch.__version__}, {cuda}", "version": torch.__version__}
+
+
+def _cpu_bf16_units() -> str:
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return "unknown"
+    units = [
+        name
+        for flag, name in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"))
+        if flag in flags
+    ]
+    return " and ".join(units) or "none (bf16 convolutions would be emulated)"
+
+
+def probe_onednn() -> dict[str, Any]:
+    from robot_rl.agents.encoders import onednn_conv
+
+    reason = onednn_conv.unavailable_reason()
+    if reason:
+        return {
+            "status": "missing",
+            "detail": f"oneDNN convolutions (optional: the CPU learner's conv trunks): {reason}",
+            "fix": FIX_ONEDNN,
+        }
+    units = _cpu_bf16_units()
+    return {
+        "status": "ok",
+        "detail": f"the conv trunks' CPU convolutions; bf16 units: {units}",
+        "bf16_units": units,
+    }
 
 
 def probe_mujoco() -> dict[str, Any]:
@@ -238,6 +271,7 @@ def _describe_device(device: dict[str, Any]) -> str:
 PROBES: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
     "jax": (probe_jax, FIX_JAX),
     "torch": (probe_torch, FIX_TORCH),
+    "onednn": (probe_onednn, FIX_ONEDNN),
     "mujoco": (probe_mujoco, FIX_MUJOCO),
     "rendering": (probe_rendering, FIX_RENDERING),
     "rclpy": (probe_rclpy, FIX_ROS),
