@@ -120,6 +120,12 @@ def rig(tmp_path):
         peer.close()
 
 
+def forward(peer) -> bool:
+    """Whether the peer's latest speed set-point is forward (False before the first one)."""
+    rpm = peer.last("rpm")
+    return rpm is not None and rpm > 0
+
+
 def keep_driving(car: Car, speed: float, yaw_rate: float, condition, timeout: float, what: str):
     """Stream cmd_vel (as the actor does, 10 Hz) until ``condition`` holds."""
 
@@ -138,7 +144,7 @@ def test_cmd_vel_reaches_the_peer_as_erpm_and_servo_within_limits(rig):
         car,
         1.0,
         yaw_rate,
-        lambda: peer.last("rpm") and peer.last("rpm") > 0,
+        lambda: forward(peer),
         30.0,
         "an ERPM set-point at the peer",
     )
@@ -232,7 +238,7 @@ def test_a_silent_peer_is_an_error_and_gets_zero(rig):
     assert car.status["level"] == 2 and "does not answer" in car.status["message"]
     keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") == 0.0, 30.0, "zero at the peer")
     peer.silent = False
-    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving again")
+    keep_driving(car, 1.0, 0.0, lambda: forward(peer), 30.0, "driving again")
 
 
 def test_the_port_is_reopened_after_it_went_away(rig):
@@ -254,7 +260,7 @@ def test_the_port_is_reopened_after_it_went_away(rig):
         car,
         0.5,
         0.0,
-        lambda: len(car.odom) > count + 5 and peer.last("rpm") > 0,
+        lambda: len(car.odom) > count + 5 and forward(peer),
         30.0,
         "odom and commands over the new port",
     )
@@ -263,7 +269,7 @@ def test_the_port_is_reopened_after_it_went_away(rig):
 
 def test_the_watchdog_stops_the_motor(rig):
     peer, car = rig
-    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving")
+    keep_driving(car, 1.0, 0.0, lambda: forward(peer), 30.0, "driving")
     # cmd_vel stops: within the watchdog timeout the peer gets zero and a centred servo
     wait_for(lambda: peer.last("rpm") == 0.0, 30.0, "the watchdog's zero")
     assert peer.last("servo") == 0.5
@@ -272,7 +278,7 @@ def test_the_watchdog_stops_the_motor(rig):
 
 def test_the_estop_holds_until_released(rig):
     peer, car = rig
-    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving")
+    keep_driving(car, 1.0, 0.0, lambda: forward(peer), 30.0, "driving")
     assert car.estop(True)
     assert peer.last("rpm") == 0.0 or wait_for(lambda: peer.last("rpm") == 0.0, 5.0, "zero")
     # commands go on, the motor stays at zero
@@ -283,7 +289,7 @@ def test_the_estop_holds_until_released(rig):
     assert peer.last("rpm") == 0.0
     wait_for(lambda: car.status.get("mode") == "e-stop", 30.0, "the e-stop on /diagnostics")
     assert car.estop(False)
-    keep_driving(car, 1.0, 0.0, lambda: peer.last("rpm") > 0, 30.0, "driving after release")
+    keep_driving(car, 1.0, 0.0, lambda: forward(peer), 30.0, "driving after release")
 
 
 def test_the_heading_turns_with_the_imu_and_the_odometry_tilts_with_it(rig):
