@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from process_helpers import Processes, node_command
+from process_helpers import Processes, node_command, wait_for
 from ros_helpers import Watcher
 
 pytest.importorskip("rclpy")
@@ -117,14 +117,13 @@ def _synchronised(backend, timeout: float = 30.0) -> dict:
     which is not what the tests below are about."""
     from robot_rl.envs.backend import StaleReadingError
 
-    deadline = time.monotonic() + timeout
-    while True:
+    def reading():
         try:
             return backend.read()
         except StaleReadingError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+            return None
+
+    return wait_for(reading, timeout, "a reading with every topic in sync", interval=0.1)
 
 
 def _step_until(env, action, predicate, max_steps):

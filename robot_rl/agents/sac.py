@@ -320,12 +320,7 @@ class SACAgent(struct.PyTreeNode):
     def _trunk_on_onednn(self) -> bool:
         """Whether camera pixels go only through a trunk whose convolutions run on oneDNN."""
         cfg = self.config
-        return (
-            cfg.encoder in CONV_TRUNKS
-            and not cfg.encoder_frozen
-            and jax.default_backend() == "cpu"
-            and onednn_conv.available()
-        )
+        return cfg.encoder in CONV_TRUNKS and not cfg.encoder_frozen and onednn_conv.in_use()
 
     @jax.jit
     def _update_minibatches(self, minibatches: dict) -> tuple[SACAgent, dict]:

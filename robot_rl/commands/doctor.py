@@ -3,9 +3,8 @@
 Every probe except Python's runs in its own process with a timeout, so a broken GL driver, a
 crashing native library or a hanging import is reported as an error instead of taking doctor
 down. Only JAX is required; the rest (oneDNN convolutions, MuJoCo, ROS 2, RealSense, torch) is
-optional. The
-``cameras`` and ``teleop`` lines list the devices this machine shows (RealSense serials, video
-devices, SpaceMice, gamepads), as the hardware files name them.
+optional. The ``cameras`` and ``teleop`` lines list the devices this machine shows (RealSense
+serials, video devices, SpaceMice, gamepads), as the hardware files name them.
 """
 
 from __future__ import annotations

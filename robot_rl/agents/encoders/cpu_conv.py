@@ -131,7 +131,7 @@ class Conv(nn.Module):
         pads = tuple(tuple(p) for p in pads)
         dtype = self.dtype or x.dtype
         x, kernel = x.astype(dtype), kernel.astype(dtype)
-        if self.onednn and jax.default_backend() == "cpu" and onednn_conv.available():
+        if self.onednn and onednn_conv.in_use():
             y = onednn_conv.conv(x, kernel, strides, pads)
         elif x.shape[1] < kh or x.shape[2] < kw:
             y = conv_as_matmul(x, kernel, strides, pads)

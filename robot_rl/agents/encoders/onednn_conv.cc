@@ -131,7 +131,8 @@ Dt DnnlType(ffi::DataType type) { return type == ffi::BF16 ? Dt::bf16 : Dt::f32;
 ffi::Error CheckTypes(ffi::DataType a, ffi::DataType b, const char* what) {
   if (a != b) return ffi::Error::InvalidArgument(std::string("onednn conv: ") + what + " differ");
   if (a != ffi::F32 && a != ffi::BF16) {
-    return ffi::Error::InvalidArgument(std::string("onednn conv: ") + what + " must be f32 or bf16");
+    return ffi::Error::InvalidArgument(std::string("onednn conv: ") + what +
+                                       " must be f32 or bf16");
   }
   return ffi::Error::Success();
 }
@@ -179,55 +180,50 @@ ffi::Error Guarded(const Geometry& g, F&& body) {
   } catch (const dnnl::error& e) {
     std::string message = std::string("oneDNN: ") + e.what();
     if (g.dtype == Dt::bf16) {
-      message += " (bf16 convolutions need a CPU with AVX512 or AMX: --agent.encoder-dtype float32)";
+      message += " (bf16 convolutions need a CPU with AVX512 or AMX: "
+                 "--agent.encoder-dtype float32)";
     }
     return ffi::Error::Internal(message);
   }
 }
 
+// The three handlers' shared body: `x_dims` are the activations' (NHWC) and `kernel_dims` the
+// kernel's (HWIO), whichever operand or result holds them.
+ffi::Error Run(Kind kind, ffi::DataType a, ffi::DataType b, const char* operands,
+               ffi::AnyBuffer::Dimensions x_dims, ffi::AnyBuffer::Dimensions kernel_dims,
+               void* input, void* kernel, void* output, int64_t sh, int64_t sw, int64_t pt,
+               int64_t pb, int64_t pl, int64_t pr, int64_t threads) {
+  if (auto error = CheckTypes(a, b, operands); error.failure()) return error;
+  Geometry g{x_dims[0],      x_dims[1],      x_dims[2], x_dims[3], kernel_dims[0],
+             kernel_dims[1], kernel_dims[3], sh,        sw,        pt,
+             pb,             pl,             pr,        DnnlType(a), kind};
+  return Guarded(g, [&] { return Execute(g, input, kernel, output, threads); });
+}
+
 ffi::Error ForwardImpl(ffi::AnyBuffer x, ffi::AnyBuffer kernel, ffi::Result<ffi::AnyBuffer> y,
-                       int64_t sh, int64_t sw, int64_t pt, int64_t pb, int64_t pl, int64_t pr, int64_t threads) {
-  if (auto error = CheckTypes(x.element_type(), kernel.element_type(), "input and kernel dtypes");
-      error.failure()) {
-    return error;
-  }
-  auto xd = x.dimensions();
-  auto kd = kernel.dimensions();
-  Geometry g{xd[0], xd[1], xd[2], xd[3], kd[0], kd[1], kd[3], sh, sw, pt, pb, pl, pr,
-             DnnlType(x.element_type()), kForward};
-  return Guarded(g, [&] { return Execute(g, x.untyped_data(), kernel.untyped_data(),
-                                      y->untyped_data(), threads); });
+                       int64_t sh, int64_t sw, int64_t pt, int64_t pb, int64_t pl, int64_t pr,
+                       int64_t threads) {
+  return Run(kForward, x.element_type(), kernel.element_type(), "input and kernel dtypes",
+             x.dimensions(), kernel.dimensions(), x.untyped_data(), kernel.untyped_data(),
+             y->untyped_data(), sh, sw, pt, pb, pl, pr, threads);
 }
 
 ffi::Error BackwardDataImpl(ffi::AnyBuffer grad, ffi::AnyBuffer kernel,
                             ffi::Result<ffi::AnyBuffer> dx, int64_t sh, int64_t sw, int64_t pt,
                             int64_t pb, int64_t pl, int64_t pr, int64_t threads) {
-  if (auto error = CheckTypes(grad.element_type(), kernel.element_type(),
-                              "gradient and kernel dtypes");
-      error.failure()) {
-    return error;
-  }
-  auto xd = dx->dimensions();
-  auto kd = kernel.dimensions();
-  Geometry g{xd[0], xd[1], xd[2], xd[3], kd[0], kd[1], kd[3], sh, sw, pt, pb, pl, pr,
-             DnnlType(grad.element_type()), kBackwardData};
-  return Guarded(g, [&] { return Execute(g, dx->untyped_data(), kernel.untyped_data(),
-                                      grad.untyped_data(), threads); });
+  return Run(kBackwardData, grad.element_type(), kernel.element_type(),
+             "gradient and kernel dtypes", dx->dimensions(), kernel.dimensions(),
+             dx->untyped_data(), kernel.untyped_data(), grad.untyped_data(), sh, sw, pt, pb, pl,
+             pr, threads);
 }
 
 ffi::Error BackwardWeightsImpl(ffi::AnyBuffer x, ffi::AnyBuffer grad,
                                ffi::Result<ffi::AnyBuffer> dkernel, int64_t sh, int64_t sw,
                                int64_t pt, int64_t pb, int64_t pl, int64_t pr, int64_t threads) {
-  if (auto error = CheckTypes(x.element_type(), grad.element_type(), "input and gradient dtypes");
-      error.failure()) {
-    return error;
-  }
-  auto xd = x.dimensions();
-  auto kd = dkernel->dimensions();
-  Geometry g{xd[0], xd[1], xd[2], xd[3], kd[0], kd[1], kd[3], sh, sw, pt, pb, pl, pr,
-             DnnlType(x.element_type()), kBackwardWeights};
-  return Guarded(g, [&] { return Execute(g, x.untyped_data(), dkernel->untyped_data(),
-                                      grad.untyped_data(), threads); });
+  return Run(kBackwardWeights, x.element_type(), grad.element_type(),
+             "input and gradient dtypes", x.dimensions(), dkernel->dimensions(),
+             x.untyped_data(), dkernel->untyped_data(), grad.untyped_data(), sh, sw, pt, pb, pl,
+             pr, threads);
 }
 
 }  // namespace

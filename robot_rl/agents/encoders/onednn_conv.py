@@ -137,6 +137,12 @@ def xla_convolutions():
         _xla_only = previous
 
 
+def in_use() -> bool:
+    """True when a convolution traced now runs through oneDNN: the CPU backend, and
+    ``available()``."""
+    return jax.default_backend() == "cpu" and available()
+
+
 def unavailable_reason() -> str | None:
     return _load()
 
