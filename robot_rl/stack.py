@@ -63,6 +63,9 @@ class ProcessSpec:
     """The process's whole config (the actor's, the learner's), given as ``config_file``."""
     config_file: str | None = None
     """Where ``config`` is written before the process starts (its ``--config`` argument)."""
+    extra_ros_arguments: tuple[str, ...] = ()
+    """The user's own ROS options (``up --ros-args ...``: ``-p``, ``-r``, ``--log-level``),
+    after the stack's, so that they win."""
 
     def __post_init__(self) -> None:
         if (self.module is None) == (self.executable is None):
@@ -85,7 +88,7 @@ class ProcessSpec:
             args += ["-p", f"{key}:={ros_value(value)}"]
         for source, target in self.remappings:
             args += ["-r", f"{source}:={target}"]
-        return args
+        return [*args, *self.extra_ros_arguments]
 
     def command(self, python: str = sys.executable) -> list[str]:
         head = [python, "-m", self.module] if self.module else [self.executable]
