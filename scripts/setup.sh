@@ -5,10 +5,13 @@
 #   . scripts/setup.sh         the same, then keep the environment (venv on PATH, MUJOCO_GL, ...)
 #
 # Installs: the Debian run-time libraries (EGL/Mesa for headless MuJoCo, libusb for RealSense)
-# when root, a virtualenv (.venv, or $ROBOT_RL_VENV) and `pip install -e '.[dev,sim,torch,ros,hardware]'`,
-# then the ROS 2 launch tooling (launch, launch_ros, the ros2 CLI: wheels from
-# ../shared/wheels/ros2-launch, or $ROBOT_RL_LAUNCH_WHEELS, plus osrf-pycommon from PyPI),
-# repeated only when pyproject.toml, this file or those wheels change (a stamp inside the venv).
+# when root, a virtualenv (.venv, or $ROBOT_RL_VENV) and
+# `pip install -e '.[dev,sim,torch,ros,hardware,cpu-fast,wandb]'` (versions: scripts/constraints.txt),
+# then the ROS 2 launch tooling (launch, launch_ros, the ros2 CLI) where there are wheels of it
+# (../shared/wheels/ros2-launch, or $ROBOT_RL_LAUNCH_WHEELS, plus osrf-pycommon from PyPI; the
+# README's ROS 2 section says how to get them, or `ros2 launch` from a ROS 2 installation),
+# repeated only when pyproject.toml, scripts/constraints.txt, those wheels or the install steps
+# (_ROBOT_RL_SETUP_REVISION) change: a stamp inside the venv.
 # Every run also keeps robot_rl in the venv's ament index: the venv is the ROS 2 prefix
 # (AMENT_PREFIX_PATH) under which `ros2 launch robot_rl <file>` finds share/robot_rl/launch,
 # linked to this checkout so that edits count at once (an editable install has no share/ files).
@@ -20,6 +23,10 @@ ROBOT_RL_VENV="${ROBOT_RL_VENV:-$ROBOT_RL_ROOT/.venv}"
 case "$ROBOT_RL_VENV" in /*) ;; *) ROBOT_RL_VENV="$PWD/$ROBOT_RL_VENV" ;; esac
 ROBOT_RL_LAUNCH_WHEELS="${ROBOT_RL_LAUNCH_WHEELS:-$ROBOT_RL_ROOT/../shared/wheels/ros2-launch}"
 export ROBOT_RL_ROOT ROBOT_RL_VENV ROBOT_RL_LAUNCH_WHEELS
+# Bump when the install steps below change what they install (it is part of the stamp, so every
+# venv set up by this file reinstalls once); comments and messages need no bump.
+_ROBOT_RL_SETUP_REVISION=2
+_ROBOT_RL_EXTRAS="dev,sim,torch,ros,hardware,cpu-fast,wandb"
 
 # The install steps run in a subshell so that a caller who sources this file keeps its own shell
 # options; a failure is still returned as this file's status.
@@ -64,7 +71,8 @@ _robot_rl_install() (
         launch_wheels=("$ROBOT_RL_LAUNCH_WHEELS"/*.whl)
         [ -e "${launch_wheels[0]}" ] || launch_wheels=()
     fi
-    stamp="$( (cat "$ROBOT_RL_ROOT/pyproject.toml" "$ROBOT_RL_ROOT/scripts/setup.sh"
+    stamp="$( (cat "$ROBOT_RL_ROOT/pyproject.toml" "$ROBOT_RL_ROOT/scripts/constraints.txt"
+               echo "$_ROBOT_RL_SETUP_REVISION $_ROBOT_RL_EXTRAS"
                [ "${#launch_wheels[@]}" -eq 0 ] || basename -a "${launch_wheels[@]}") |
              sha256sum | cut -d' ' -f1)"
     if [ "$(cat "$stamp_file" 2>/dev/null || true)" != "$stamp" ]; then
@@ -80,7 +88,8 @@ _robot_rl_install() (
             echo "setup: installing Python packages (first run, a few minutes)"
         fi
         log="$ROBOT_RL_VENV/.robot-rl-setup.log"
-        if ! (cd "$ROBOT_RL_ROOT" && "$py" -m pip install --progress-bar off -e '.[dev,sim,torch,ros,hardware]') \
+        if ! (cd "$ROBOT_RL_ROOT" && "$py" -m pip install --progress-bar off \
+            -c scripts/constraints.txt -e ".[$_ROBOT_RL_EXTRAS]") \
             >"$log" 2>&1; then
             tail -n 40 "$log" >&2
             echo "setup: pip install failed; full log: $log" >&2
@@ -95,9 +104,10 @@ _robot_rl_install() (
                 echo "setup: installing the ROS 2 launch wheels failed; full log: $log" >&2
                 exit 1
             fi
-        else
-            echo "setup: no ROS 2 launch wheels in $ROBOT_RL_LAUNCH_WHEELS; ros2 launch and its" \
-                "tests are unavailable" >&2
+        elif ! "$py" -c 'import launch_ros, ros2launch' 2>/dev/null; then
+            echo "setup: no ROS 2 launch wheels in $ROBOT_RL_LAUNCH_WHEELS: \`ros2 launch\` and" \
+                "its tests are unavailable (they skip); to get it, source a ROS 2 installation" \
+                "or build the wheels: README.md, 'ros2 launch'" >&2
         fi
         # The oneDNN convolution extension, compiled now rather than in the first training run.
         "$py" -c 'import sys; from robot_rl.agents.encoders.onednn_conv import main; sys.exit(main())' ||
@@ -138,9 +148,11 @@ _robot_rl_install() (
 if ! _robot_rl_install; then
     echo "setup: failed (see the messages above)" >&2
     unset -f _robot_rl_install
+    unset _ROBOT_RL_SETUP_REVISION _ROBOT_RL_EXTRAS
     return 1 2>/dev/null || exit 1
 fi
 unset -f _robot_rl_install
+unset _ROBOT_RL_SETUP_REVISION _ROBOT_RL_EXTRAS
 
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 # MuJoCo refuses a PyOpenGL platform that differs from its own GL backend.
