@@ -78,6 +78,19 @@ class Hardware:
     def missing_executables(self) -> list[str]:
         return [n.executable for n in self.nodes if shutil.which(n.executable) is None]
 
+    def sensor_rates(self, cameras: tuple[str, ...] | list[str]) -> list[float]:
+        """Publishing rates (Hz) of what a run observes: the robot's driver (its state topics)
+        and the camera nodes serving ``cameras``, as the file gives them or, for a parameter
+        the file leaves out, as the driver's config defaults it. Sensors whose rate is known
+        neither way are left out."""
+        observed = [
+            n
+            for n in self.nodes
+            if (n.role == "driver" and n.namespace == self.robot_namespace)
+            or (n.role == "camera" and n.camera in cameras)
+        ]
+        return [rate for node in observed if (rate := _node_rate(node)) is not None]
+
 
 def load_hardware(path: str | Path) -> Hardware:
     import yaml  # a core dependency, imported only when a file is read
@@ -183,6 +196,30 @@ def _node(where: _Where, raw: Any, index: int) -> DriverNode:
 
 
 _ROLE_OF_KIND = {"arm": "driver", "car": "driver", "camera": "camera", "teleop": "teleop"}
+RATE_PARAMETERS = ("rate", "state_hz", "telemetry_hz", "fps")
+"""Node parameters that say how often a node publishes its sensor topics (Hz)."""
+
+
+def _node_rate(node: DriverNode) -> float | None:
+    for name in RATE_PARAMETERS:
+        value = node.parameters.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    if node.device_type is None:
+        return None
+    from dataclasses import fields
+
+    from robot_rl.drivers.registry import DEVICES
+
+    try:  # the driver's own default (its module imports ROS 2 and may import its device)
+        defaults = {f.name: f.default for f in fields(DEVICES[node.device_type].load().CONFIG)}
+    except ImportError:
+        return None
+    for name in RATE_PARAMETERS:
+        value = defaults.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return None
 
 
 def _device_type(where: _Where, raw: dict, key: str):

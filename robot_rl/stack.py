@@ -149,6 +149,12 @@ class StackConfig:
     """Actor transitions and learner budget (None: the learner's recipe, the actor runs on)."""
     log_every: float = 2.0
     """Seconds between the actor's and the learner's progress lines."""
+    max_age: float | None = None
+    """Robot only: the actor's staleness bound (s); None: from the sensors' rates in the
+    hardware file (``robot_rl.ros.sync.bounds_for_rates``)."""
+    sync_slop: float | None = None
+    """Robot only: how far apart (s) the synchronised sensors' samples may lie; None: from
+    their rates."""
     learner: Any = None
     """The learner's own options (a ``LearnerConfig``: agent size, demos, batch size...) that
     the stack's settings complete; None: its defaults."""
@@ -312,14 +318,7 @@ def actor_config(cfg: StackConfig, hardware=None):
     }
     ros, ros_default = base.ros, default.ros
     if hardware is not None:
-        # a driver's reset service answers once the arm is at its reset pose: give it the time
-        # its own reset_timeout allows (the Franka node's: 15 s), not the default 10 s
-        ros = dataclasses.replace(
-            ros,
-            namespace=hardware.robot_namespace,
-            camera_namespaces=dict(hardware.cameras),
-            **_unless_given(ros, ros_default, service_timeout=60.0),
-        )
+        ros = hardware_ros_config(ros, hardware, cfg.cameras, cfg.max_age, cfg.sync_slop)
     else:
         # the twin's nodes may still be starting, a respawned camera takes a while: wait for
         # them (in wall seconds) rather than fail the run
@@ -329,6 +328,35 @@ def actor_config(cfg: StackConfig, hardware=None):
         if cfg.max_learner_lag is not None:  # hold the recipe's update-to-data ratio
             changes.update(_unless_given(base, default, max_learner_lag=cfg.max_learner_lag))
     return dataclasses.replace(base, ros=ros, **changes)
+
+
+def hardware_ros_config(
+    ros, hardware, cameras, max_age: float | None = None, slop: float | None = None
+):
+    """``ros`` (a ``RosBackendConfig``) completed for a hardware file's nodes: its namespaces,
+    and staleness bounds that fit the observed sensors' rates (``robot_rl.ros.sync``:
+    a 10 Hz camera is not stale at 0.1 s) unless ``ros`` or ``max_age`` / ``slop`` set them.
+    The one place every robot-mode command (``up robot``, ``record-demos``, ``eval``) gets
+    its backend options from a hardware file."""
+    from robot_rl.ros.config import RosBackendConfig
+    from robot_rl.ros.sync import bounds_for_rates
+
+    default = RosBackendConfig()
+    rate_age, rate_slop = bounds_for_rates(hardware.sensor_rates(tuple(cameras)))
+    bounds = _unless_given(ros, default, max_age=rate_age, slop=rate_slop)
+    if max_age is not None:
+        bounds["max_age"] = max_age
+    if slop is not None:
+        bounds["slop"] = slop
+    # a driver's reset service answers once the arm is at its reset pose: give it the time
+    # its own reset_timeout allows (the Franka node's: 15 s), not the default 10 s
+    return dataclasses.replace(
+        ros,
+        namespace=hardware.robot_namespace,
+        camera_namespaces=dict(hardware.cameras),
+        **_unless_given(ros, default, service_timeout=60.0),
+        **bounds,
+    )
 
 
 def _with_config(cfg: StackConfig, name: str, config, *arguments: str, **spec) -> ProcessSpec:

@@ -89,3 +89,50 @@ def test_sync_names_the_stale_or_missing_topic():
     apart = _history("/arm/joint_states", [1.5])
     with pytest.raises(StaleReadingError, match=r"joint_states.*lags.*ee_pose"):
         synchronise([fast, apart], now=1.6, max_age=1.0, slop=0.1)
+
+
+def test_sync_pairs_a_slow_camera_with_a_fast_arm():
+    """A 200 Hz arm keeps samples back to a 10 Hz camera's newest frame, which may be nearly a
+    period old: the reading is the camera frame with the arm's sample at its stamp."""
+    from robot_rl.ros.sync import synchronise
+
+    arm = _history("/arm/ee_pose", np.arange(0.0, 1.0, 0.005))
+    camera = _history("/front_cam/image_raw", [0.7, 0.8, 0.905])
+    reading, reference = synchronise([arm, camera], now=0.995, max_age=0.3, slop=0.1)
+    assert reference == 0.905
+    assert abs(reading["/arm/ee_pose"][0] - 0.905) < 0.005
+
+
+def test_history_is_kept_by_time_not_count():
+    from robot_rl.ros.sync import MAX_HISTORY, TopicHistory
+
+    history = TopicHistory("/arm/ee_pose", window=0.5)
+    for stamp in np.arange(0.0, 2.0, 0.001):
+        history.add(float(stamp), {})
+    stamps = [stamp for stamp, _ in history.snapshot()]
+    assert stamps[-1] - stamps[0] <= 0.5 and len(stamps) <= MAX_HISTORY
+    assert len(stamps) > 400  # half a second of a 1 kHz topic, not the last 8 samples
+
+
+def test_staleness_bounds_follow_the_sensor_rates():
+    from robot_rl.ros.sync import bounds_for_rates
+
+    assert bounds_for_rates([100.0, 10.0]) == pytest.approx((0.3, 0.1))
+    assert bounds_for_rates([200.0, 30.0]) == pytest.approx((0.3, 0.05))
+    assert bounds_for_rates([5.0]) == pytest.approx((0.6, 0.2))
+
+
+def test_a_hardware_file_gives_the_actor_bounds_for_its_cameras():
+    """fr3_sim's 10 Hz cameras beside the 100 Hz arm: a frame 0.1 s behind the arm is in sync;
+    an explicit bound (``up --max-age``) wins."""
+    from robot_rl.hardware import load_hardware
+    from robot_rl.ros.config import RosBackendConfig
+    from robot_rl.stack import hardware_ros_config
+
+    hardware = load_hardware("hardware/fr3_sim.yaml")
+    assert sorted(hardware.sensor_rates(("front", "wrist"))) == [10.0, 10.0, 100.0]
+    ros = hardware_ros_config(RosBackendConfig(), hardware, ("front", "wrist"))
+    assert ros.max_age == pytest.approx(0.3) and ros.slop == pytest.approx(0.1)
+    assert ros.camera_namespaces == {"front": "/front_cam", "wrist": "/wrist_cam"}
+    ros = hardware_ros_config(RosBackendConfig(), hardware, ("front",), max_age=0.5, slop=0.2)
+    assert (ros.max_age, ros.slop) == (0.5, 0.2)

@@ -90,6 +90,13 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     to open) before the actor and the learner start; past it, up names the node and stops."""
     log_every: float = 2.0
     """Seconds between progress lines."""
+    max_age: float | None = None
+    """Robot only: the actor's staleness bound (s): the slowest observed sensor's newest sample
+    may be this old; default: from the sensors' rates in the hardware file (3 periods of the
+    slowest, at least 0.3 s)."""
+    sync_slop: float | None = None
+    """Robot only: how far apart (s) the synchronised sensors' samples may lie; default: one
+    period of the slowest observed sensor (at least 0.05 s)."""
 
     def validate(self) -> None:
         if self.mode == "robot" and not self.hardware:
@@ -102,6 +109,10 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
             raise ValueError(f"--max-learner-lag must be >= 1, got {self.max_learner_lag}")
         if not self.ready_timeout > 0:
             raise ValueError(f"--ready-timeout must be > 0, got {self.ready_timeout}")
+        for name in ("max_age", "sync_slop"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value}")
         self.agent.validate()
         mode = self.observation()
         mode.task_options(self.task)  # refuses a privileged state the mode forbids
@@ -196,6 +207,8 @@ def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
         run_dir=str(run_dir),
         total_steps=cfg.total_steps,
         log_every=cfg.log_every,
+        max_age=cfg.max_age,
+        sync_slop=cfg.sync_slop,
         learner=cfg.learner_config(),
         actor=cfg.actor_config(),
     )

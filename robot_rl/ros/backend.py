@@ -92,7 +92,8 @@ class RosRobotBackend:
 
     def subscribe(self, topic: str, msg_type, extract) -> TopicHistory:
         """Keep a history of ``extract(msg)`` (reading entries) stamped by the header."""
-        history = TopicHistory(topic)
+        # reach back past the staleness bound: the slowest sensor's newest sample may be that old
+        history = TopicHistory(topic, window=max(1.0, 2 * (self.config.max_age + self.config.slop)))
         logger = self.node.get_logger()
 
         def callback(msg) -> None:

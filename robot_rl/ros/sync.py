@@ -1,10 +1,17 @@
 """Approximate time synchronisation of the newest sensor messages, with a staleness bound.
 
-Each topic keeps a short history of (stamp, reading entries). ``synchronise`` picks, for every
-topic, the entry closest to a common reference time (the oldest of the newest stamps, i.e. the
-slowest sensor's latest sample) and refuses, naming the topic at fault, when a topic has no
-data, when its newest data is older than ``max_age``, or when it lags the others by more than
-``slop``. Pure Python and numpy: unit-testable without ROS.
+Each topic keeps its recent history of (stamp, reading entries), by time: ``window`` seconds
+behind its newest stamp, so that a 200 Hz arm still holds a sample near the stamp of a 10 Hz
+camera's newest frame (a fixed count of 8 reached back only 40 ms and made every slow camera
+look late). ``synchronise`` picks, for every topic, the entry closest to a common reference time
+(the oldest of the newest stamps, i.e. the slowest sensor's latest sample) and refuses, naming
+the topic at fault, when a topic has no data, when its newest data is older than ``max_age``, or
+when it lags the others by more than ``slop``.
+
+``bounds_for_rates`` gives ``max_age`` and ``slop`` from the sensors' publishing rates: a
+sensor's newest sample is up to one period old before latency, and two unsynchronised sensors'
+nearest samples lie up to half the slower one's period apart. Pure Python and numpy:
+unit-testable without ROS.
 """
 
 from __future__ import annotations
@@ -16,13 +23,41 @@ import numpy as np
 
 from robot_rl.envs.backend import Reading, StaleReadingError
 
+MIN_MAX_AGE = 0.3
+"""Staleness bound (s) for sensors of 10 Hz and faster: three periods of a 10 Hz camera."""
+MIN_SLOP = 0.05
+"""Sync window (s) for fast sensors: transport and stamping jitter, whatever the rates."""
+AGE_PERIODS = 3.0
+"""The slowest sensor's newest sample may be this many of its periods old (one period between
+samples, the rest for capture, conversion and transport latency)."""
+SLOP_PERIODS = 1.0
+"""Samples of two sensors may lie this many periods of the slower one apart (half a period
+when both publish evenly; the rest is jitter)."""
+HISTORY_WINDOW = 1.0
+"""Seconds of history a topic keeps by default (more than any bound above for sensors of
+3 Hz and faster)."""
+MAX_HISTORY = 512
+"""Entries a topic keeps at most, whatever its rate (a 500 Hz topic over a second)."""
+
+
+def bounds_for_rates(rates: list[float] | tuple[float, ...]) -> tuple[float, float]:
+    """(max_age, slop) that fit sensors publishing at ``rates`` (Hz): a 10 Hz camera beside a
+    100 Hz arm gives (0.3, 0.1); 30 Hz cameras (0.3, 0.05); a 5 Hz camera (0.6, 0.2)."""
+    rates = [float(r) for r in rates if r and r > 0]
+    if not rates:
+        return MIN_MAX_AGE, 0.1
+    period = 1.0 / min(rates)
+    return max(MIN_MAX_AGE, AGE_PERIODS * period), max(MIN_SLOP, SLOP_PERIODS * period)
+
 
 class TopicHistory:
-    """Thread-safe recent history of one topic's converted messages (newest last)."""
+    """Thread-safe recent history of one topic's converted messages (newest last): the entries
+    of the last ``window`` seconds by stamp, at most ``MAX_HISTORY``."""
 
-    def __init__(self, topic: str, depth: int = 8):
+    def __init__(self, topic: str, window: float = HISTORY_WINDOW):
         self.topic = topic
-        self._entries: deque[tuple[float, Reading]] = deque(maxlen=depth)
+        self.window = float(window)
+        self._entries: deque[tuple[float, Reading]] = deque(maxlen=MAX_HISTORY)
         self._lock = threading.Lock()
 
     def add(self, stamp: float, entries: Reading) -> None:
@@ -30,6 +65,9 @@ class TopicHistory:
             if self._entries and stamp < self._entries[-1][0]:
                 self._entries.clear()  # time went backwards (a restarted simulation)
             self._entries.append((stamp, entries))
+            oldest = stamp - self.window
+            while len(self._entries) > 1 and self._entries[0][0] < oldest:
+                self._entries.popleft()
 
     def snapshot(self) -> list[tuple[float, Reading]]:
         with self._lock:
