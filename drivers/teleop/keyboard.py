@@ -231,6 +231,11 @@ CONFIG = KeyboardConfig
 
 
 def main(args: Sequence[str] | None = None) -> int:
+    from robot_rl.ros.node_help import help_asked, help_text, parameters_of, summary_of
+
+    if help_asked(args):  # before rclpy and the terminal
+        print(help_text(summary_of(__name__), [("parameters", parameters_of(KeyboardConfig))]))
+        return 0
     import rclpy
     from rclpy.context import Context
 

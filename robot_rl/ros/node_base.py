@@ -98,14 +98,16 @@ def declare_config(node: Node, config_class: type[T]) -> T:
     return config_class(**declare_params(node, params))
 
 
+AUTOSTART = Param("autostart", True, "configure and activate at start (no lifecycle manager)")
+
+
 class DeviceNode(LifecycleNode):
     """A lifecycle node for a device that moves. Subclasses implement the four hooks; an
     exception in a hook fails the transition with the reason logged, never a crash."""
 
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
-        description = "configure and activate at start (no lifecycle manager needed)"
-        self.autostart = declare_params(self, [Param("autostart", True, description)])["autostart"]
+        self.autostart = declare_params(self, [AUTOSTART])["autostart"]
         self.motion_enabled = False
 
     def open_device(self) -> None:
@@ -213,10 +215,47 @@ def _tear_down(node: Node) -> None:
         print(f"{node.get_name()}: teardown: {error}", file=sys.stderr)
 
 
+def node_parameters(node_class: type[Node]) -> list[Param]:
+    """A node class's parameters, without building it: its ``declared_parameters()`` (a
+    classmethod that returns the ``Param`` list its constructor declares), else its config
+    dataclass (``config_class``, or its module's ``CONFIG``); a ``DeviceNode``'s ``autostart``
+    last."""
+    from robot_rl.ros.node_help import parameters_of
+
+    declared = getattr(node_class, "declared_parameters", None)
+    if declared is not None:
+        source = declared()
+    else:
+        source = getattr(node_class, "config_class", None) or getattr(
+            sys.modules[node_class.__module__], "CONFIG", ()
+        )
+    params = [Param(*entry) for entry in parameters_of(source)]
+    return params + ([AUTOSTART] if issubclass(node_class, DeviceNode) else [])
+
+
+def node_help(node_class: type[Node], parts: dict[str, type[Node]] | None = None) -> str:
+    """``--help`` of a node executable (``robot_rl.ros.node_help``): ``node_class``'s
+    parameters; an executable that runs one of several node classes (a cell's ``part``) gives
+    them all in ``parts`` (title -> class)."""
+    from robot_rl.ros.node_help import help_text, parameters_of, summary_of
+
+    sections = [
+        (title, parameters_of(node_parameters(cls)))
+        for title, cls in (parts or {"parameters": node_class}).items()
+    ]
+    return help_text(summary_of(node_class.__module__), sections)
+
+
 def main_for(node_class: type[Node]) -> Callable[[list[str] | None], None]:
-    """A standard ``main(args=None)`` for a node class with a no-argument constructor."""
+    """A standard ``main(args=None)`` for a node class with a no-argument constructor;
+    ``--help`` prints its parameters and exits before rclpy starts or a device opens."""
 
     def main(args: list[str] | None = None) -> None:
+        from robot_rl.ros.node_help import help_asked
+
+        if help_asked(args):
+            print(node_help(node_class))
+            sys.exit(0)
         sys.exit(run_node(node_class, args))
 
     return main

@@ -31,7 +31,8 @@ from std_msgs.msg import Bool, Float64MultiArray
 
 from robot_rl.drivers.config import length, param, positive
 from robot_rl.ros.convert import diagnostic_array
-from robot_rl.ros.node_base import declare_config, run_node
+from robot_rl.ros.node_base import declare_config, node_help, run_node
+from robot_rl.ros.node_help import help_asked
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
 from robot_rl.sim.cells.cell_process import bringup, chosen_part, physics_status
 from robot_rl.sim.cells.cell_process import part_field as cell_part_field
@@ -130,6 +131,13 @@ class CarWorldNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
+    if help_asked(args):  # before the VESC peer opens its pty
+        from robot_rl.sim.cells.car_camera import CarCameraNode
+
+        parts = {"world": CarWorldNode, "camera": CarCameraNode}
+        titles = {f"parameters of -p part:={name}": cls for name, cls in parts.items()}
+        print(node_help(CarWorldNode, titles))
+        sys.exit(0)
     if chosen_part(args, PARTS) == "world":
         factory = CarWorldNode
     else:

@@ -36,7 +36,8 @@ from std_srvs.srv import Trigger
 
 from robot_rl.drivers.config import param, positive
 from robot_rl.ros.convert import diagnostic_array, pose_to_msg
-from robot_rl.ros.node_base import ParameterError, declare_config, run_node
+from robot_rl.ros.node_base import ParameterError, declare_config, node_help, run_node
+from robot_rl.ros.node_help import help_asked
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
 from robot_rl.sim.cells.cell_process import bringup, chosen_part, physics_status
 from robot_rl.sim.cells.cell_process import part_field as cell_part_field
@@ -138,6 +139,14 @@ class CellWorldNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
+    if help_asked(args):  # before franky-sim starts
+        from robot_rl.sim.cells.cell_camera import CellCameraNode
+        from robot_rl.sim.cells.cell_human import CellHumanNode
+
+        parts = {"world": CellWorldNode, "camera": CellCameraNode, "human": CellHumanNode}
+        titles = {f"parameters of -p part:={name}": cls for name, cls in parts.items()}
+        print(node_help(CellWorldNode, titles))
+        sys.exit(0)
     part = chosen_part(args, PARTS)
     if part == "world":
         factory = CellWorldNode

@@ -45,21 +45,23 @@ def _positive_int(name: str, default: int, description: str) -> Param:
 
 
 class CameraTwinNode(RenderingNode):
+    @classmethod
+    def declared_parameters(cls) -> list[Param]:
+        """The parameters the node declares (its ``--help`` lists them)."""
+        return [
+            Param("task", "pick_cube", "task whose scene the physics node simulates"),
+            Param("camera", "front", "MuJoCo camera name in the model"),
+            positive("rate", 30.0, "frames per simulated second"),
+            _positive_int("width", 128, "image width (px)"),
+            _positive_int("height", 128, "image height (px)"),
+            Param("frame_id", "", "frame of the images (default: the camera name)"),
+        ]
+
     def __init__(self, **kwargs):
         super().__init__(
             "camera_twin", parameter_overrides=[Parameter("use_sim_time", value=True)], **kwargs
         )
-        self.params = p = declare_params(
-            self,
-            [
-                Param("task", "pick_cube", "task whose scene the physics node simulates"),
-                Param("camera", "front", "MuJoCo camera name in the model"),
-                positive("rate", 30.0, "frames per simulated second"),
-                _positive_int("width", 128, "image width (px)"),
-                _positive_int("height", 128, "image height (px)"),
-                Param("frame_id", "", "frame of the images (default: the camera name)"),
-            ],
-        )
+        self.params = p = declare_params(self, self.declared_parameters())
         missing = f"is not in the {p['task']} model"
         model = twin_model(p["task"])
         self._open_camera(model, p["camera"], p["width"], p["height"], p["frame_id"], missing)

@@ -44,31 +44,31 @@ class TwinDriverNode(DeviceNode):
     robot = "arm"
     default_task = "pick_cube"
 
+    @classmethod
+    def declared_parameters(cls) -> list[Param]:
+        """The parameters the node declares (its ``--help`` lists them)."""
+        return [
+            Param("task", cls.default_task, "task whose scene and reset procedure to use"),
+            positive("speedup", 1.0, "simulated seconds per wall-clock second"),
+            positive(
+                "physics_hz",
+                50.0,
+                "sensor publishing rate in simulated Hz (physics runs finer inside)",
+            ),
+            positive(
+                "watchdog_timeout",
+                0.5,
+                "hold still when no motion command arrived within this many simulated seconds",
+            ),
+            positive("diagnostics_hz", 1.0, "/diagnostics rate (wall clock)"),
+            Param("seed", 0, "seed of the reset randomisation", lambda v: v >= 0, "must be >= 0"),
+        ]
+
     def __init__(self, name: str, **kwargs):
         super().__init__(
             name, parameter_overrides=[Parameter("use_sim_time", value=True)], **kwargs
         )
-        self.params = declare_params(
-            self,
-            [
-                Param("task", self.default_task, "task whose scene and reset procedure to use"),
-                positive("speedup", 1.0, "simulated seconds per wall-clock second"),
-                positive(
-                    "physics_hz",
-                    50.0,
-                    "sensor publishing rate in simulated Hz (physics runs finer inside)",
-                ),
-                positive(
-                    "watchdog_timeout",
-                    0.5,
-                    "hold still when no motion command arrived within this many simulated seconds",
-                ),
-                positive("diagnostics_hz", 1.0, "/diagnostics rate (wall clock)"),
-                Param(
-                    "seed", 0, "seed of the reset randomisation", lambda v: v >= 0, "must be >= 0"
-                ),
-            ],
-        )
+        self.params = declare_params(self, self.declared_parameters())
         self.twin = None
         self.task = None
         self.sim_time = 0.0
