@@ -19,8 +19,12 @@ as the IMU sees the car (a flipped car shows), the speed from the ERPM, starting
 Services: ``estop`` (SetBool).
 
 Safety: a non-finite cmd_vel is refused; ``vesc_link`` says when the motor gets zero and the
-servo centre (watchdog, ``estop``, a silent VESC, deactivate) and reopens a lost port; ``estop``
-refuses motion until released, and a silent VESC is an error on /diagnostics. The VESC's own
+servo centre (watchdog, ``estop``, a silent VESC, deactivate, a fault of its thread) and
+reopens a lost port; ``estop`` refuses motion until released, and a silent VESC or a fault of
+the link's thread is an error on /diagnostics. A telemetry or IMU sample that is not finite or
+lies beyond what the device can measure is refused before it reaches the odometry or the tilt,
+counted (``refused_samples``) and named (``last_sample_refusal``); the next good one is used
+as if the bad one never came. The VESC's own
 app timeout (VESC Tool, ``App Settings > General > Timeout``) should be set too: it stops the
 motor if this node dies.
 """
@@ -54,12 +58,22 @@ from robot_rl.drivers.car.vesc_kinematics import Odometry as WheelOdometry
 from robot_rl.drivers.car.vesc_link import LinkSettings, VescLink
 from robot_rl.drivers.command_guard import non_finite_reason
 from robot_rl.drivers.config import length, one_of, param, positive
+from robot_rl.drivers.supervision import FAULT_SHOWN_S, SensorGate
 from robot_rl.ros.convert import diagnostic_array, imu_msg, odometry_msg, twist_to_array
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
 
 IMU_FRESH = 0.5
 """An IMU sample older than this (s) no longer turns the heading nor tilts the odometry."""
+MAX_GYRO = math.radians(2000.0) * 1.01
+"""rad/s: the widest range of the IMUs a VESC carries (BMI160, LSM6DS3, ICM-20948: 2000 deg/s),
+with room for rounding; a larger yaw rate is a corrupt sample."""
+MAX_ACCEL = 16.0 * proto.STANDARD_GRAVITY * 1.01
+"""m/s^2: their widest accelerometer range (16 g)."""
+MAX_ANGLE = math.pi + 1e-3
+"""rad: roll, pitch and yaw come wrapped to [-pi, pi]."""
+MAX_ERPM_READING = 500_000.0
+"""ERPM beyond any motor a VESC drives (the firmware's own limit is far below): a corrupt one."""
 unit_interval = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
 duty_range = (lambda v: 0.0 < v <= 0.95, "must lie in (0, 0.95]")
 non_zero = (lambda v: v != 0.0, "must not be 0")
@@ -166,6 +180,8 @@ class VescDriver(DeviceNode):
         self._gravity: np.ndarray | None = None
         self._last_stamp: float | None = None
         self.heading_source = "steering"
+        self.samples = SensorGate()
+        """Telemetry and IMU samples refused before they reached any state."""
         self._ros_ready = False
 
     def open_device(self) -> None:
@@ -174,7 +190,13 @@ class VescDriver(DeviceNode):
         c = self.config
         # the link's settings are the config's fields of the same names
         settings = LinkSettings(**{f.name: getattr(c, f.name) for f in fields(LinkSettings)})
-        link = VescLink(settings, self._on_values, self._on_imu if c.imu else None, self.log)
+        link = VescLink(
+            settings,
+            self._on_values,
+            self._on_imu if c.imu else None,
+            self.log,
+            on_fault=self._on_link_fault,
+        )
         link.connect()  # raises ConnectError with one line
         self.link = link
         link.start()
@@ -230,9 +252,24 @@ class VescDriver(DeviceNode):
             servo_position(self.steering, self.servo),
         )
 
+    def _refuse_sample(self, name: str, values, bound: float) -> bool:
+        """True (and counted, logged) if this sample must not reach any state."""
+        if self.samples.admit(name, values, bound):
+            return False
+        self.get_logger().warning(
+            f"sample refused: {self.samples.last_refusal}", throttle_duration_sec=1.0
+        )
+        return True
+
     # called from the link's thread
+    def _on_link_fault(self, message: str) -> None:
+        if self.context.ok() and self._ros_ready:
+            self._publish_diagnostics()  # at once: the ERROR must not wait for the timer
+
     def _on_values(self, values: proto.Values, servo: float, stamp: float) -> None:
         if not self.context.ok():
+            return
+        if self._refuse_sample("erpm", (values.erpm,), MAX_ERPM_READING):
             return
         self.last_values = values
         odo = self.odometry
@@ -269,6 +306,12 @@ class VescDriver(DeviceNode):
     def _on_imu(self, imu: proto.ImuData, stamp: float) -> None:
         if not self.context.ok():
             return
+        if (
+            self._refuse_sample("imu gyro", imu.gyro, MAX_GYRO)
+            or self._refuse_sample("imu accel", imu.accel, MAX_ACCEL)
+            or self._refuse_sample("imu roll/pitch/yaw", imu.rpy, MAX_ANGLE)
+        ):
+            return
         roll, pitch, yaw = imu.rpy
         self._imu_state = (time.monotonic(), imu.gyro[2], roll, pitch)
         self._imu_pub.publish(
@@ -281,7 +324,9 @@ class VescDriver(DeviceNode):
         accel = np.array(
             [msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z]
         )
-        if not np.isfinite(accel).all() or not math.isfinite(msg.angular_velocity.z):
+        if self._refuse_sample("imu topic accel", accel, MAX_ACCEL) or self._refuse_sample(
+            "imu topic yaw rate", (msg.angular_velocity.z,), MAX_GYRO
+        ):
             return
         self._gravity = accel if self._gravity is None else 0.9 * self._gravity + 0.1 * accel
         roll, pitch = tilt_from_accel(self._gravity)
@@ -304,6 +349,11 @@ class VescDriver(DeviceNode):
         c = self.config
         if link is None:
             level, message, mode = DiagnosticStatus.WARN, "not configured", "unconfigured"
+        elif link.loop.recent_fault(max(FAULT_SHOWN_S, 3.0 / c.diagnostics_hz)):
+            level, message, mode = DiagnosticStatus.ERROR, link.loop.last_fault, "fault"
+        elif link.stalled:
+            level, mode = DiagnosticStatus.ERROR, "stalled"
+            message = "the vesc-link thread hangs: motor zeroed by the watchdog"
         elif link.estopped:
             level, message, mode = DiagnosticStatus.ERROR, "e-stop engaged", "e-stop"
         elif not link.connected:
@@ -321,7 +371,13 @@ class VescDriver(DeviceNode):
         else:
             level, message, mode = DiagnosticStatus.OK, "following cmd_vel", "driving"
         values = self.last_values
-        if link is not None and link.connected and not link.silent and values is not None:
+        if (
+            link is not None
+            and mode not in ("fault", "stalled")
+            and link.connected
+            and not link.silent
+            and values is not None
+        ):
             if values.fault:  # the VESC reports it (and has cut the motor itself)
                 level = DiagnosticStatus.ERROR
                 message = f"VESC fault {proto.fault_name(values.fault)} ({values.fault})"
@@ -350,6 +406,10 @@ class VescDriver(DeviceNode):
             "refused": str(self.refused),
             "last_refusal": self.last_refusal,
             "cycles": str(link.cycles if link else 0),
+            "thread_faults": str(link.loop.faults if link else 0),
+            "last_fault": link.loop.last_fault if link else "",
+            "malformed_answers": str(link.malformed if link else 0),
+            **self.samples.fields(),
         }
         self._diag_pub.publish(
             diagnostic_array(self, level, message, f"vesc/{c.port}", fields, time.time())

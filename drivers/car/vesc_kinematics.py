@@ -112,7 +112,13 @@ class Odometry:
     ) -> None:
         """One telemetry sample. The heading turns by the IMU's ``yaw_rate`` over ``dt`` when
         given (slip and servo error do not fool it), else by the bicycle model's curvature
-        over the distance rolled."""
+        over the distance rolled. A non-finite input raises ``ValueError`` before any state
+        changes (the driver refuses such samples earlier; this keeps a NaN out of the pose)."""
+        for name, value in (("erpm", erpm), ("steering", steering), ("dt", dt)):
+            if not math.isfinite(value):
+                raise ValueError(f"odometry: non-finite {name} {value}")
+        if yaw_rate is not None and not math.isfinite(yaw_rate):
+            raise ValueError(f"odometry: non-finite yaw rate {yaw_rate}")
         g = self.geometry
         curvature = math.tan(steering) / g.wheelbase
         self.speed = erpm / g.erpm_per_mps

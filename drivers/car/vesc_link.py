@@ -7,6 +7,13 @@ cannot leave a motor running: the command in force is zero (motor) and centre (s
 motion is disabled, the e-stop is engaged, no command arrived within ``watchdog_timeout``, or
 the VESC has been silent for ``silent_timeout``. A port that goes away (USB unplugged: an I/O
 error, or the device path gone) is closed and reopened every ``reconnect_period``.
+
+The thread is a ``SupervisedLoop`` (``robot_rl.drivers.supervision``): any exception in it (an
+answer whose CRC is right but whose content does not decode, a callback's bug) zeroes the
+motor, is reported through ``on_fault`` and restarts the connection (the port is reopened, the
+packet reader starts afresh); commands stay zero until the restart is done. The command
+watchdog runs in a thread of its own (``vesc-watchdog``): it zeroes the motor when commands ran
+out, and when the link's thread has stopped finishing its cycles (a hang).
 """
 
 from __future__ import annotations
@@ -16,8 +23,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from robot_rl.drivers.car import vesc_protocol as proto
+from robot_rl.drivers.supervision import SupervisedLoop, Watchdog
+
+STALL_PERIODS = 10
+"""The link's thread counts as hung when no cycle finished for this many telemetry periods (and
+at least ``silent_timeout``): the watchdog then zeroes the motor from its own thread."""
 
 
 class ConnectError(RuntimeError):
@@ -41,6 +54,15 @@ class LinkSettings:
     > 0: in duty mode, or below the speed controller's minimum ERPM, zero lets the car coast."""
 
 
+def _serial_port(settings: LinkSettings):
+    import serial
+
+    try:
+        return serial.Serial(settings.port, settings.baud, timeout=0.01, write_timeout=0.5)
+    except serial.SerialException as error:
+        raise OSError(str(error)) from None
+
+
 class VescLink:
     def __init__(
         self,
@@ -48,8 +70,13 @@ class VescLink:
         on_values: Callable[[proto.Values, float, float], None],
         on_imu: Callable[[proto.ImuData, float], None] | None = None,
         log: Callable[[str, str], None] = lambda level, message: None,
+        on_fault: Callable[[str], None] | None = None,
+        open_port: Callable[[LinkSettings], Any] | None = None,
     ):
+        """``open_port(settings)``: the serial port (pyserial's by default; raises ``OSError``);
+        the parser-layer tests give one that replays recorded bytes."""
         self.settings = settings
+        self._open_port = open_port or _serial_port
         self._on_values = on_values
         self._on_imu = on_imu
         self._log = log
@@ -59,8 +86,23 @@ class VescLink:
         self._reader = proto.PacketReader()
         self._target = (0.0, settings.servo_centre)
         self._target_time = -float("inf")
-        self._thread: threading.Thread | None = None
-        self._running = False
+        period = 1.0 / settings.telemetry_hz
+        self.loop = SupervisedLoop(
+            "vesc-link",
+            self._iteration,
+            stop=self._stop_after_fault,
+            restart=self._restart_connection,
+            report=on_fault,
+            log=log,
+            restart_delay=min(settings.reconnect_period, 0.2),
+        )
+        self.watchdog = Watchdog(
+            "vesc-watchdog", min(period, settings.watchdog_timeout / 3), self._guard, log
+        )
+        self._stall_bound = max(settings.silent_timeout, STALL_PERIODS * period)
+        self._next_retry = 0.0
+        self._due = time.monotonic()
+        self._expired_seen = -float("inf")
         self.enabled = False
         self.estopped = False
         self.applied = (0.0, settings.servo_centre)
@@ -71,8 +113,9 @@ class VescLink:
         self.watchdog_stops = 0
         self.cycles = 0
         self.last_error = ""
+        self.malformed = 0
+        """Answers whose CRC was right and whose content did not decode (each one a fault)."""
         self._crc_errors_before = 0
-        self._holding = True
 
     def connect(self) -> None:
         """Open the port once (configure); raises ConnectError in one line."""
@@ -84,14 +127,7 @@ class VescLink:
             ) from None
 
     def _open(self) -> None:
-        import serial
-
-        try:
-            port = serial.Serial(
-                self.settings.port, self.settings.baud, timeout=0.01, write_timeout=0.5
-            )
-        except serial.SerialException as error:
-            raise OSError(str(error)) from None
+        port = self._open_port(self.settings)
         with self._lock:
             self._port = port
             self._crc_errors_before += self._reader.crc_errors
@@ -148,16 +184,46 @@ class VescLink:
     def command_in_force(self) -> tuple[float, float]:
         with self._lock:
             target, age = self._target, time.monotonic() - self._target_time
-        if not self.enabled or self.estopped or self.silent:
+        if (
+            not self.enabled
+            or self.estopped
+            or self.silent
+            or self.loop.restarting
+            or self.stalled
+            or age > self.settings.watchdog_timeout
+        ):
             return self._zero()
-        if age > self.settings.watchdog_timeout:
-            if not self._holding and age != float("inf"):
-                self.watchdog_stops += 1
-                self._log("info", "no fresh cmd_vel: the watchdog stops the car")
-            self._holding = True
-            return self._zero()
-        self._holding = False
         return target
+
+    @property
+    def stalled(self) -> bool:
+        """The link's thread has not finished a cycle for a while (hung or gone)."""
+        return self.loop.stalled(self._stall_bound)
+
+    def _guard(self) -> None:
+        """The watchdog, in its own thread: zero when commands ran out or the link hangs."""
+        with self._lock:
+            target_time = self._target_time
+        expired = time.monotonic() - target_time > self.settings.watchdog_timeout
+        if expired and target_time != -float("inf") and target_time != self._expired_seen:
+            self._expired_seen = target_time
+            self.watchdog_stops += 1
+            self._log("info", "no fresh cmd_vel: the watchdog stops the car")
+        stalled = self.stalled
+        if stalled and self.applied != self._zero():
+            self._log("error", "the vesc-link thread hangs: the watchdog zeroes the motor")
+        if (expired or stalled or self.loop.restarting) and self.applied != self._zero():
+            self._write_command(self._zero())
+
+    def _stop_after_fault(self) -> None:
+        with self._lock:
+            self._target_time = -float("inf")  # the next command after the restart moves
+        self._write_command(self._zero())
+
+    def _restart_connection(self) -> None:
+        """After a fault: reopen the port (the reader starts afresh) on the next iteration."""
+        self._drop("restarting the link after a fault")
+        self._next_retry = 0.0
 
     def _write_command(self, command: tuple[float, float]) -> None:
         motor, servo = command
@@ -182,39 +248,39 @@ class VescLink:
             self._drop(f"write failed: {error}")
 
     def start(self) -> None:
-        self._running = True
-        self._thread = threading.Thread(target=self._run, name="vesc-link", daemon=True)
-        self._thread.start()
+        self._due = time.monotonic()
+        self.loop.start()
+        self.watchdog.start()
 
     def close(self) -> None:
-        self._running = False
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
+        self.loop.close(timeout=2.0)
+        self.watchdog.close(timeout=2.0)
         if self._port is not None:
             self._write_command(self._zero())
             with self._lock:
                 port, self._port = self._port, None
             port.close()
 
-    def _run(self) -> None:
+    @property
+    def _running(self) -> bool:
+        return self.loop.running
+
+    def _iteration(self) -> None:
+        """One telemetry period: reopen a lost port when due, write and ask, read answers."""
         period = 1.0 / self.settings.telemetry_hz
-        next_retry = 0.0
-        due = time.monotonic()
-        while self._running:
-            now = time.monotonic()
-            if self._port is None and now >= next_retry:
-                next_retry = now + self.settings.reconnect_period
-                try:
-                    self._open()
-                    self.reconnects += 1
-                    self._log("info", f"reconnected to the VESC on {self.settings.port}")
-                except OSError as error:
-                    self.last_error = str(error)
-            if self._port is not None:
-                self._cycle()
-            due = max(due + period, time.monotonic())
-            self._read_until(due)
+        now = time.monotonic()
+        if self._port is None and now >= self._next_retry:
+            self._next_retry = now + self.settings.reconnect_period
+            try:
+                self._open()
+                self.reconnects += 1
+                self._log("info", f"reconnected to the VESC on {self.settings.port}")
+            except OSError as error:
+                self.last_error = str(error)
+        if self._port is not None:
+            self._cycle()
+        self._due = max(self._due + period, time.monotonic())
+        self._read_until(self._due)
 
     def _cycle(self) -> None:
         was_silent = self.silent
@@ -247,19 +313,31 @@ class VescLink:
                 self._drop(f"read failed: {error}")
                 continue
             if data:
-                self._handle(self._reader.feed(data))
+                self.receive(data)
 
     def _handle(self, payloads: list[bytes]) -> None:
+        """Hand decoded answers to the callbacks. An answer that passed the CRC but does not
+        decode raises (``ValueError``): the VESC and this node disagree on the protocol, or the
+        device misbehaves; that is no line noise to skip but a fault of the link."""
         stamp = time.time()
         for payload in payloads:
             try:
                 if payload[0] == proto.COMM_GET_VALUES:
                     values = proto.decode_values(payload)
-                    self.last_answer = time.monotonic()
-                    self._on_values(values, self.applied[1], stamp)
                 elif payload[0] == proto.COMM_GET_IMU_DATA and self._on_imu is not None:
                     imu = proto.decode_imu(payload)
-                    self.last_answer = time.monotonic()
-                    self._on_imu(imu, stamp)
+                else:
+                    continue
             except ValueError as error:
+                self.malformed += 1
                 self.last_error = f"malformed answer: {error}"
+                raise
+            self.last_answer = time.monotonic()
+            if payload[0] == proto.COMM_GET_VALUES:
+                self._on_values(values, self.applied[1], stamp)
+            else:
+                self._on_imu(imu, stamp)
+
+    def receive(self, data: bytes) -> None:
+        """Bytes from the VESC, as the thread reads them (tests feed recorded bytes here)."""
+        self._handle(self._reader.feed(data))

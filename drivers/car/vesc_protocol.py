@@ -259,14 +259,19 @@ def decode_imu(payload: bytes) -> ImuData:
     mask = struct.unpack_from(">H", payload, 1)[0]
     if mask & IMU_MASK != IMU_MASK:
         raise ValueError(f"IMU answer lacks fields: mask {mask:#06x}")
+    # the length is checked before any float is read: a framed answer with a valid CRC and
+    # too few bytes is a ValueError like any malformed answer, never a struct.error
+    needed = 3 + 4 * bin(mask).count("1")
+    if len(payload) < needed:
+        raise ValueError(
+            f"IMU answer of {len(payload)} bytes is short for mask {mask:#06x} ({needed} needed)"
+        )
     values, offset = [], 3
     for bit in range(16):
         if mask & (1 << bit):
             if bit < 9:
                 values.append(struct.unpack_from(">f", payload, offset)[0])
             offset += 4
-    if offset > len(payload):
-        raise ValueError(f"IMU answer of {len(payload)} bytes is short for mask {mask:#06x}")
     rpy, accel_g, gyro_deg = values[0:3], values[3:6], values[6:9]
     return ImuData(
         tuple(rpy),

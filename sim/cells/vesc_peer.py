@@ -5,7 +5,9 @@ It answers COMM_GET_VALUES and COMM_GET_IMU_DATA from a drivetrain model and han
 COMM_SET_DUTY, COMM_SET_RPM, COMM_SET_CURRENT(_BRAKE) and COMM_SET_SERVO_POS to it. The node
 opens ``link`` (a symlink to the pty's device, as a udev rule gives /dev/vesc), so the peer can
 go away (``unplug``: the pty closes, the link goes) and come back on a new pty (``plug``). For
-tests it can also fall silent (``silent``) and garble answers (``corrupt_next``: a wrong CRC).
+tests it can also fall silent (``silent``), garble answers (``corrupt_next``: a wrong CRC) and
+send a payload of the test's making, framed with a valid CRC, as its next answer to a request
+(``answer_next``: a truncated IMU answer, say).
 
 Two models: ``SimpleDrivetrain`` (the set-point is reached at once; the tachometer integrates
 the ERPM on the wall clock), for the driver's tests, and the car cell's twin model
@@ -101,6 +103,7 @@ class VescPeer:
         self.reader = proto.PacketReader()
         self.bad_commands = 0
         self._corrupt = 0
+        self._replacements: dict[int, list[bytes]] = {}
         self._lock = threading.Lock()
         self._master: int | None = None
         self._slave: int | None = None
@@ -148,6 +151,11 @@ class VescPeer:
         """Send the next ``answers`` answers with a wrong CRC."""
         self._corrupt = answers
 
+    def answer_next(self, command_id: int, payload: bytes, times: int = 1) -> None:
+        """Answer the next ``times`` requests ``command_id`` with ``payload`` (validly framed)."""
+        with self._lock:
+            self._replacements.setdefault(command_id, []).extend([bytes(payload)] * times)
+
     def last(self, kind: str) -> float | None:
         with self._lock:
             return next((v for k, v in reversed(self.commands) if k == kind), None)
@@ -185,6 +193,10 @@ class VescPeer:
             answer = proto.encode_imu(self.model.imu(), self.controller_id)
         else:
             return  # COMM_ALIVE and the rest: nothing to say
+        with self._lock:
+            queued = self._replacements.get(cid)
+            if queued:
+                answer = queued.pop(0)
         self.requests += 1
         if self.silent:
             return
