@@ -33,6 +33,7 @@ from robot_rl.runtime.node_readiness import StackFailed, wait_until_active
 from robot_rl.runtime.observation_mode import ObservationMode
 
 LEARNER_BATCH_SIZE, LEARNER_UTD_RATIO = 256, 2
+"""The learner's batch without cameras (the stack recipe's "state") and its update ratio."""
 UP_TOTAL_STEPS = 4_000
 
 
@@ -68,8 +69,12 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     has a teleop node, off otherwise."""
     start_steps: int | None = None
     """Transitions before the first update; default: the recipe."""
-    batch_size: int = LEARNER_BATCH_SIZE
-    """Transitions per critic minibatch."""
+    image_size: int | None = field(default=None, kw_only=True)
+    """Camera image side in pixels; default: the stack's recipe for the learner's device
+    (with cameras: 32 on a CPU learner, 64 on a GPU; robot_rl/runtime/stack_recipe.py)."""
+    batch_size: int | None = None
+    """Transitions per critic minibatch; default: the stack's recipe (with cameras: 64 on a
+    CPU learner, 256 on a GPU; without cameras: 256)."""
     utd_ratio: int = LEARNER_UTD_RATIO
     """Critic updates per transition."""
     agent: AgentConfig = field(default_factory=lambda: LEARNER_AGENT)
@@ -98,7 +103,35 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     """Robot only: how far apart (s) the synchronised sensors' samples may lie; default: one
     period of the slowest observed sensor (at least 0.05 s)."""
 
+    def with_recipe(self, backend: str | None = None) -> tuple[UpConfig, str]:
+        """A copy whose unset image size and batch size take the stack's recipe for the
+        learner's device (``backend``: 'cpu' or 'gpu'; None: ask JAX when cameras make it
+        matter), and the one line that says which."""
+        from robot_rl.runtime.stack_recipe import fill_recipe, learner_backend, stack_recipe
+
+        values = {"image_size": self.image_size, "batch_size": self.batch_size}
+        unset = [k for k, v in values.items() if v is None]
+        if backend is None:
+            backend = learner_backend() if self.cameras and unset else "cpu"
+        name, recipe = stack_recipe(tuple(self.cameras), backend)
+        filled = dataclasses.replace(self, **fill_recipe(values, recipe))
+        sizes = f"{filled.image_size} px, " if self.cameras else ""
+        sizes += f"batch {filled.batch_size}, {filled.utd_ratio} updates per transition"
+        if not unset:
+            return filled, f"recipe: as given ({sizes})"
+        given = "" if len(unset) == len(values) else "; the rest as given"
+        return filled, f"recipe: {name} for a {backend.upper()} learner ({sizes}{given})"
+
+    def resolved(self) -> UpConfig:
+        """Itself when the recipe's fields are set, else ``with_recipe()``'s copy."""
+        if self.image_size is not None and self.batch_size is not None:
+            return self
+        return self.with_recipe()[0]
+
     def validate(self) -> None:
+        self.resolved()._check()
+
+    def _check(self) -> None:
         if self.mode == "robot" and not self.hardware:
             raise ValueError("robot-rl up robot needs --hardware hardware/<setup>.yaml")
         if self.total_steps < 1:
@@ -192,6 +225,7 @@ def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
     """What ``robot-rl up`` starts (the launch files start the same for the same arguments)."""
     from robot_rl.stack import StackConfig, stack_processes
 
+    cfg = cfg.resolved()
     config = StackConfig(
         task=cfg.task,
         mode=cfg.mode,
@@ -245,6 +279,7 @@ def run(cfg: UpConfig) -> int:
 
     console = Console(soft_wrap=True)
     try:
+        cfg, recipe_line = cfg.with_recipe()
         cfg.validate()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_dir = Path(cfg.run_dir or f"runs/up-{cfg.task}-{stamp}").absolute()
@@ -263,6 +298,7 @@ def run(cfg: UpConfig) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     started = time.monotonic()
     names = ", ".join(p.name for p in processes)
+    console.print(recipe_line)
     console.print(f"[bold]up[/] {cfg.mode} {cfg.task}: {names} -> {run_dir}")
     try:
         drivers = [p for p in processes if p.role not in ("actor", "learner")]
