@@ -8,9 +8,11 @@ test can load a launch file and compare what it would start with what ``robot-rl
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import shutil
 import sys
+import types
 from dataclasses import dataclass
 
 from robot_rl.errors import UserError
@@ -142,9 +144,48 @@ def check_installed(processes: list[ProcessSpec], hardware: str | None = None) -
         )
 
 
+class _RefusedService:
+    service = ""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"composition_interfaces/{self.service} is robot_rl's stand-in "
+            "(robot_rl.launch_support): composable nodes need a ROS 2 installation's real "
+            "composition_interfaces"
+        )
+
+
+def provide_composition_interfaces() -> bool:
+    """Make ``import composition_interfaces.srv`` work where no ROS 2 installation has it.
+
+    ``launch_ros.actions`` imports it at import time for ``LoadComposableNodes``; it is a
+    generated message package that no wheel carries, and robot_rl starts every node as its own
+    process, never in a component container. Where it is missing, a stand-in module takes its
+    place whose three service types (``LoadNode``, ``UnloadNode``, ``ListNodes``) refuse to be
+    built, so a launch file that really loads composable nodes fails saying why instead of
+    talking to a container with made-up messages. Returns whether the stand-in is in use."""
+    if "composition_interfaces" in sys.modules:
+        return getattr(sys.modules["composition_interfaces"], "ROBOT_RL_STAND_IN", False)
+    if importlib.util.find_spec("composition_interfaces") is not None:
+        return False
+    package = types.ModuleType("composition_interfaces", "robot_rl's stand-in (no wheel exists)")
+    package.ROBOT_RL_STAND_IN = True
+    package.__path__ = []
+    srv = types.ModuleType("composition_interfaces.srv")
+    for name in ("LoadNode", "UnloadNode", "ListNodes"):
+        request = type("Request", (_RefusedService,), {"service": f"{name}.Request"})
+        response = type("Response", (_RefusedService,), {"service": f"{name}.Response"})
+        setattr(srv, name, type(name, (), {"Request": request, "Response": response}))
+    package.srv = srv
+    sys.modules["composition_interfaces"] = package
+    sys.modules["composition_interfaces.srv"] = srv
+    return True
+
+
 def to_actions(processes: list[ProcessSpec]) -> list:
     """launch_ros ``Node`` actions for the ROS nodes, ``ExecuteProcess`` for the rest; each
     process labelled by its node name, and given the stack's stop timeouts."""
+    provide_composition_interfaces()
     from launch.actions import ExecuteProcess
     from launch_ros.actions import Node
 

@@ -19,14 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+from skips import needs
 
 BIN = Path(sys.executable).parent
 """This venv's executables: console scripts and ``ros2``."""
 ROBOT_RL = [sys.executable, "-m", "robot_rl.cli"]
 """``robot-rl`` as this Python runs it."""
-STAND_INS = Path(__file__).resolve().parent / "stand_ins"
-"""composition_interfaces, which launch_ros imports and no wheel carries (stand_ins/README.md)."""
 PREFIX = Path(sys.prefix)
 """The ROS 2 prefix that scripts/setup.sh indexes robot_rl under: the venv."""
 
@@ -62,21 +60,23 @@ def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def ros2_env(log_dir: Path) -> dict[str, str]:
-    """What a shell that sourced scripts/setup.sh has, plus the stand-ins and a log folder."""
+    """What a shell that sourced scripts/setup.sh has, plus a log folder (launch_ros's
+    composition_interfaces comes with robot_rl: ``provide_composition_interfaces``)."""
     env = process_env({"ROS_LOG_DIR": str(log_dir)})
     env["AMENT_PREFIX_PATH"] = _paths(PREFIX, env.get("AMENT_PREFIX_PATH"))
-    env["PYTHONPATH"] = _paths(STAND_INS, env.get("PYTHONPATH"))
     return env
 
 
 def require_launch() -> str:
-    """The ``ros2`` executable beside this Python; skips (fails in CI) when it is missing."""
+    """The ``ros2`` executable beside this Python; skips when it is missing (fails where
+    ``ROBOT_RL_REQUIRE`` names ``launch``, as in CI: tests/skips.py)."""
     ros2 = shutil.which("ros2", path=str(BIN))
     if ros2 is None or importlib.util.find_spec("launch_ros") is None:
-        why = "the ROS 2 launch wheels are not installed (scripts/setup.sh installs them)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+        needs(
+            "launch",
+            "the ROS 2 launch tooling is not in this venv: source a ROS 2 installation, or put "
+            "its wheels in ../shared/wheels/ros2-launch and run scripts/setup.sh (README: ROS 2)",
+        )
     return ros2
 
 

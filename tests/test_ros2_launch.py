@@ -318,3 +318,18 @@ def test_learner_launch_writes_its_checkpoint_on_sigint(tmp_path):
     assert code == 0 and not ESCALATION.search(out), out
     assert "checkpoint written" in out
     assert sorted((run_dir / "learner" / "checkpoints").glob("step_*")), out
+
+
+def test_a_missing_component_skips_saying_how_and_fails_where_required():
+    """A clone without the launch wheels skips these tests with one line that says how to get
+    them; CI (.ci/run sets ROBOT_RL_REQUIRE=launch) fails instead, and CI=true alone does not."""
+    from skips import required
+
+    assert not required("launch", {})
+    assert not required("launch", {"CI": "true"})
+    assert required("launch", {"ROBOT_RL_REQUIRE": "launch"})
+    assert required("launch", {"ROBOT_RL_REQUIRE": "rendering, launch"})
+    assert required("launch", {"ROBOT_RL_REQUIRE": "all"})
+    assert not required("launch", {"ROBOT_RL_REQUIRE": "rendering"})
+    ci_run = (ROOT / ".ci" / "run").read_text()
+    assert 'ROBOT_RL_REQUIRE="${ROBOT_RL_REQUIRE:-launch}"' in ci_run

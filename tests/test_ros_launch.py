@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import tyro
-from process_helpers import STAND_INS, require_launch
+from process_helpers import require_launch
 
 from robot_rl.commands.up import (
     LEARNER_AGENT,
@@ -116,16 +116,37 @@ def test_stack_roles_names_and_ros_parameters(tmp_path):
     assert learner.config.agent.hidden_dims == (32, 32) and learner.config.batch_size == 32
 
 
+def provide_composition_interfaces_for(monkeypatch) -> bool:
+    """The package's composition_interfaces stand-in for this test only (launch_ros imports it)."""
+    from robot_rl.launch_support import provide_composition_interfaces
+
+    for name in ("composition_interfaces", "composition_interfaces.srv"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return provide_composition_interfaces()
+
+
+def test_composition_interfaces_stand_in_ships_with_the_package_and_refuses_use(monkeypatch):
+    """launch_ros.actions imports composition_interfaces, which no wheel carries: robot_rl
+    provides a stand-in (not from tests/) whose service types refuse to be built."""
+    if not provide_composition_interfaces_for(monkeypatch):
+        pytest.skip("a real composition_interfaces is installed here (a ROS 2 installation)")
+    import composition_interfaces.srv
+
+    with pytest.raises(RuntimeError, match="composable nodes need a ROS 2 installation"):
+        composition_interfaces.srv.LoadNode.Request()
+
+
 def test_launch_actions_carry_the_description_unchanged(monkeypatch, tmp_path):
     """The real launch_ros actions: a Node per ROS node, labelled by its node name, an
     ExecuteProcess for the learner, every one with the stack's stop timeouts."""
     require_launch()
-    monkeypatch.syspath_prepend(str(STAND_INS))
     from launch import LaunchContext
     from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
     from launch_ros.actions import Node
 
     from robot_rl.launch_support import SIGKILL_TIMEOUT, SIGTERM_TIMEOUT, to_actions
+
+    provide_composition_interfaces_for(monkeypatch)
 
     def text(value):
         return perform_substitutions(LaunchContext(), normalize_to_list_of_substitutions(value))
