@@ -12,6 +12,14 @@ sends it again. Weights are broadcast to every welcomed connection.
 Sequence numbers are the actor's outbox numbering. An actor new to this run starts its stream
 at the first transition it still holds (``acked`` in its hello): after a new learner run, the
 history the old run acknowledged is gone from the actor and is not asked for again.
+
+The table of welcomed connections has a lifetime (issue 27): a connection silent for longer
+than ``forget_after`` (a few of the actors' one-second heartbeats) is forgotten, and its actor id
+is free for a new connection. Connections that have never sent a transition are bounded on
+their own (``max_idle``): when that part of the table is full, the one heard from longest ago
+gives way to the newcomer (a live one re-sends its hello), so connections that are gone, or
+that only said hello, can never lock a new robot out. Streaming connections are bounded by
+``max_peers``.
 """
 
 from __future__ import annotations
@@ -40,8 +48,16 @@ logger = logging.getLogger(__name__)
 LIVE_FOR = 5.0
 """Seconds after its last message that a connection still counts as a live actor (actors send
 a heartbeat every second)."""
+FORGET_AFTER = LIVE_FOR
+"""Default of ``forget_after``: seconds of silence after which a welcomed connection is dropped
+from the table (five heartbeats)."""
 MAX_PEERS = 256
-"""Welcomed connections at most (each costs a little memory)."""
+"""Streaming connections (that have sent a transition) at most (each costs a little memory)."""
+MAX_IDLE = 64
+"""Welcomed connections that have not sent a transition yet, at most; a newcomer beyond it
+takes the place of the one heard from longest ago."""
+SWEEP_EVERY = 0.5
+"""Seconds between two sweeps of the table for silent connections."""
 
 
 @dataclass
@@ -64,8 +80,22 @@ class TransportServer:
         cursors: dict[str, int] | None = None,
         keys: ServerKeys | None = None,
         value_bound: float = msg.DEFAULT_VALUE_BOUND,
+        forget_after: float = FORGET_AFTER,
+        max_peers: int = MAX_PEERS,
+        max_idle: int = MAX_IDLE,
     ):
+        """``forget_after``: seconds of silence after which a connection is forgotten;
+        ``max_peers``: streaming connections at most; ``max_idle``: connections that have not
+        sent a transition yet, at most (see the module docstring)."""
+        if not forget_after > 0 or max_peers < 1 or max_idle < 1:
+            raise ValueError(
+                f"forget_after {forget_after} must be > 0, max_peers {max_peers} and "
+                f"max_idle {max_idle} >= 1"
+            )
         check_bind(endpoint, keys)
+        self.forget_after = float(forget_after)
+        self.max_peers = int(max_peers)
+        self.max_idle = int(max_idle)
         self.endpoint = endpoint
         self.task = task
         self.observation_space = observation_space
@@ -80,6 +110,7 @@ class TransportServer:
         self.run_id = ingest_log.run_id
         self.value_bound = value_bound
         self.cursors: dict[str, int] = dict(cursors or {})
+        self._kept_cursors = set(self.cursors)  # from the ingest log: never dropped
         self.received: queue.Queue[ReceivedBatch] = queue.Queue()
         self.episode_stats: queue.Queue[tuple[str, dict]] = queue.Queue(maxsize=10_000)
         self.refused: Counter[str] = Counter()
@@ -88,6 +119,10 @@ class TransportServer:
         self._peers: dict[bytes, str] = {}  # welcomed connection -> actor id
         self._outbox_of: dict[bytes, str | None] = {}  # welcomed connection -> outbox id
         self._last_seen: dict[bytes, float] = {}  # welcomed connection -> monotonic time
+        self._streaming: set[bytes] = set()  # welcomed connections that sent a transition
+        self.forgotten = 0
+        """Connections dropped from the table: silent too long, or given way to a newcomer."""
+        self._next_sweep = 0.0
         self._ingest_failing = False
         self._weights: bytes | None = None  # the latest encoded weights message
         self._context = zmq.Context.instance()
@@ -139,7 +174,7 @@ class TransportServer:
 
     @property
     def connected_actors(self) -> list[str]:
-        return sorted(set(self._peers.values()))
+        return sorted(set(self._peers.copy().values()))  # the server thread changes it
 
     # ---------------------------------------------------------------------- server thread
 
@@ -173,6 +208,10 @@ class TransportServer:
                 if wake in events:
                     what, frame = wake.recv_multipart()
                     self._broadcast(router, frame, keep=what == b"weights")
+                now = time.monotonic()
+                if now >= self._next_sweep:
+                    self._next_sweep = now + SWEEP_EVERY
+                    self._sweep(now)
                 if router in events:
                     for _ in range(256):  # bounded, so weights are never starved
                         try:
@@ -285,8 +324,9 @@ class TransportServer:
                     f"{silent:.1f} s ago): give each actor its own --actor-id"
                 )
             self._forget(old_peer)  # the actor restarted or reconnected: the newest wins
-        if peer not in self._peers and len(self._peers) >= MAX_PEERS:
-            raise WireError(f"too many actors: this learner serves at most {MAX_PEERS}")
+        self._sweep(now)
+        if peer not in self._peers:
+            self._make_room_for_newcomer()
         next_seq = self._stream_start(actor, acked, their_run)
         self._peers[peer] = actor
         self._outbox_of[peer] = outbox
@@ -331,12 +371,55 @@ class TransportServer:
         return cursor
 
     def _forget(self, peer: bytes) -> None:
-        self._peers.pop(peer, None)
+        actor = self._peers.pop(peer, None)
         self._outbox_of.pop(peer, None)
         self._last_seen.pop(peer, None)
+        streamed = peer in self._streaming
+        self._streaming.discard(peer)
+        if (
+            actor is not None
+            and not streamed
+            and actor not in self._kept_cursors
+            and actor not in self._peers.values()
+        ):
+            # nothing of it was stored: its next hello says again where its stream starts
+            # (so ids that only ever said hello do not grow the table of cursors)
+            self.cursors.pop(actor, None)
+
+    def _sweep(self, now: float) -> None:
+        """Forget every connection silent for longer than ``forget_after``."""
+        for peer, seen in list(self._last_seen.items()):
+            if now - seen > self.forget_after:
+                logger.info(
+                    "forgot %s: silent for %.1f s (bound %g s)",
+                    self._who(peer, "?"), now - seen, self.forget_after,
+                )  # fmt: skip
+                self._forget(peer)
+                self.forgotten += 1
+
+    def _make_room_for_newcomer(self) -> None:
+        """A newcomer joins the connections that have not streamed yet: when those are
+        ``max_idle``, the one heard from longest ago gives way."""
+        idle = [p for p in self._peers if p not in self._streaming]
+        if len(idle) < self.max_idle:
+            return
+        oldest = min(idle, key=lambda p: self._last_seen.get(p, 0.0))
+        logger.warning(
+            "%d connections have said hello and sent nothing: %s gives way to a newcomer",
+            len(idle), self._who(oldest, "?"),
+        )  # fmt: skip
+        self._forget(oldest)
+        self.forgotten += 1
 
     def _on_transitions(self, router: zmq.Socket, peer: bytes, message: dict, address: str) -> None:
         actor = self._peers[peer]
+        if peer not in self._streaming:
+            if len(self._streaming) >= self.max_peers:
+                raise WireError(
+                    f"too many actors: this learner serves at most {self.max_peers} streaming "
+                    "actors; try again once one has stopped"
+                )
+            self._streaming.add(peer)
         first_seq = msg.require(message, "first_seq", int)
         items = msg.require(message, "items", list)
         if first_seq < 0 or not 0 < len(items) <= msg.MAX_BATCH:
