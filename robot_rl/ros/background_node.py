@@ -5,6 +5,8 @@ executor, and coexists with any other rclpy use in the process."""
 from __future__ import annotations
 
 import contextlib
+import re
+import sys
 import threading
 from collections.abc import Callable
 
@@ -13,11 +15,35 @@ from rclpy.context import Context
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 
+_OWN_NODE_REMAP = re.compile(r"^(?:[\w/]+:)?__(?:node|name|ns):=")
+"""``__node:=x``, ``__ns:=/y``, and the same for one node by name (``actor:__node:=x``)."""
+
+
+def library_ros_args(argv: list[str] | None = None) -> list[str]:
+    """The process's arguments (None: sys.argv) for a node of its own: the same ROS options
+    (log level, topic remappings, parameters) less the remaps that name and place the
+    process's node (``-r __node:=actor`` from a launch file or ``robot-rl up``). With them,
+    every library node of the actor's process (its teleop source, the operator's buttons) was
+    named ``/actor`` too."""
+    argv = list(sys.argv if argv is None else argv)
+    kept, skip = [], False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        following = argv[i + 1] if i + 1 < len(argv) else ""
+        if arg in ("-r", "--remap") and _OWN_NODE_REMAP.match(following):
+            skip = True
+            continue
+        kept.append(arg)
+    return kept
+
 
 class BackgroundNode:
     """``subscriptions``: (message type, topic, callback, QoS) for each topic read; ``args``:
-    the context's arguments (None: sys.argv); ``node_options`` go to ``rclpy.create_node``.
-    Its own context installs no signal handlers: the process's Ctrl-C stays its own."""
+    the context's arguments (None: ``library_ros_args()``, the process's less its own node's
+    name); ``node_options`` go to ``rclpy.create_node``. Its own context installs no signal
+    handlers: the process's Ctrl-C stays its own."""
 
     def __init__(
         self,
@@ -27,7 +53,7 @@ class BackgroundNode:
         **node_options,
     ):
         self.context = Context()
-        rclpy.init(context=self.context, args=args)
+        rclpy.init(context=self.context, args=library_ros_args() if args is None else args)
         try:
             self.node = rclpy.create_node(node_name, context=self.context, **node_options)
             for msg_type, topic, callback, qos in subscriptions:
