@@ -42,7 +42,7 @@ from robot_rl.transport.ingest_log import IngestLog
 from robot_rl.transport.messages import DEFAULT_VALUE_BOUND, decode_transition
 from robot_rl.transport.outbox import is_disk_full
 from robot_rl.transport.security import ServerKeys, check_bind
-from robot_rl.transport.server import TransportServer
+from robot_rl.transport.server import FORGET_AFTER, TransportServer
 from robot_rl.transport.wire import WireError
 
 EXTRA_FIELDS = {"actor": ((), np.int32), "seq": ((), np.int64), "intervened": ((), np.bool_)}
@@ -96,6 +96,9 @@ class LearnerConfig(ObservationMode):
     value_bound: float = DEFAULT_VALUE_BOUND
     """Largest magnitude of a reward or an observation entry accepted from an actor (checked
     in float32, as stored); a transition beyond it is refused, never stored."""
+    actor_timeout: float = FORGET_AFTER
+    """Seconds of silence after which an actor's connection is forgotten and its id free
+    again (actors send a heartbeat every second)."""
     log_every: float = 5.0
     """Seconds between progress lines."""
     hardware: str | None = None
@@ -116,6 +119,8 @@ class LearnerConfig(ObservationMode):
             raise ValueError("--resume needs --run-dir of the learner run to continue")
         if not self.value_bound > 0:
             raise ValueError(f"value_bound must be > 0, got {self.value_bound}")
+        if not self.actor_timeout > 0:
+            raise ValueError(f"actor_timeout must be > 0, got {self.actor_timeout}")
         if self.curve_secret_key is None:
             check_bind(self.bind, None)  # before minutes of setup, not after
         self.task_options(self.task)  # refuses a privileged state the mode forbids
@@ -416,6 +421,7 @@ class Learner:
             cursors=self.cursors,
             keys=keys,
             value_bound=cfg.value_bound,
+            forget_after=cfg.actor_timeout,
         ).start()
         self._received_at_start = self.received
         self.utd_tracker = UtdTracker(cfg.utd_ratio, cfg.start_steps)
