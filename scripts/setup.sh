@@ -10,8 +10,8 @@
 # then the ROS 2 launch tooling (launch, launch_ros, the ros2 CLI) where there are wheels of it
 # (../shared/wheels/ros2-launch, or $ROBOT_RL_LAUNCH_WHEELS, plus osrf-pycommon from PyPI; the
 # README's ROS 2 section says how to get them, or `ros2 launch` from a ROS 2 installation),
-# repeated only when pyproject.toml, scripts/constraints.txt, those wheels or the install steps
-# (_ROBOT_RL_SETUP_REVISION) change: a stamp inside the venv.
+# repeated only when pyproject.toml, scripts/constraints.txt or the install steps
+# (_ROBOT_RL_SETUP_REVISION) change, and those wheels when they change: stamps inside the venv.
 # Every run also keeps robot_rl in the venv's ament index: the venv is the ROS 2 prefix
 # (AMENT_PREFIX_PATH) under which `ros2 launch robot_rl <file>` finds share/robot_rl/launch,
 # linked to this checkout so that edits count at once (an editable install has no share/ files).
@@ -71,10 +71,13 @@ _robot_rl_install() (
         launch_wheels=("$ROBOT_RL_LAUNCH_WHEELS"/*.whl)
         [ -e "${launch_wheels[0]}" ] || launch_wheels=()
     fi
+    # The launch wheels have a stamp of their own: a checkout without them (a clone with nothing
+    # beside it) that shares a venv set up with them reinstalls nothing.
     stamp="$( (cat "$ROBOT_RL_ROOT/pyproject.toml" "$ROBOT_RL_ROOT/scripts/constraints.txt"
-               echo "$_ROBOT_RL_SETUP_REVISION $_ROBOT_RL_EXTRAS"
-               [ "${#launch_wheels[@]}" -eq 0 ] || basename -a "${launch_wheels[@]}") |
+               echo "$_ROBOT_RL_SETUP_REVISION $_ROBOT_RL_EXTRAS") |
              sha256sum | cut -d' ' -f1)"
+    log="$ROBOT_RL_VENV/.robot-rl-setup.log"
+    installed=0
     if [ "$(cat "$stamp_file" 2>/dev/null || true)" != "$stamp" ]; then
         if [ ! -e "$ROBOT_RL_VENV/.robot-rl-pip-upgraded" ]; then
             echo "setup: upgrading pip"
@@ -87,7 +90,6 @@ _robot_rl_install() (
         else
             echo "setup: installing Python packages (first run, a few minutes)"
         fi
-        log="$ROBOT_RL_VENV/.robot-rl-setup.log"
         if ! (cd "$ROBOT_RL_ROOT" && "$py" -m pip install --progress-bar off \
             -c scripts/constraints.txt -e ".[$_ROBOT_RL_EXTRAS]") \
             >"$log" 2>&1; then
@@ -95,26 +97,34 @@ _robot_rl_install() (
             echo "setup: pip install failed; full log: $log" >&2
             exit 1
         fi
-        # launch, launch_ros and ros2cli are not on PyPI: wheels built unchanged from their
-        # sources (see the README beside them); their other dependencies come with the ros extra
-        if [ "${#launch_wheels[@]}" -gt 0 ]; then
+        # The oneDNN convolution extension, compiled now rather than in the first training run.
+        "$py" -c 'import sys; from robot_rl.agents.encoders.onednn_conv import main; sys.exit(main())' ||
+            echo "setup: the CPU learner's conv trunks will use XLA's convolutions" >&2
+        echo "$stamp" >"$stamp_file"
+        installed=1
+    fi
+    # launch, launch_ros and ros2cli are not on PyPI: wheels built unchanged from their sources
+    # (see the README beside them); their other dependencies come with the ros extra
+    launch_stamp_file="$ROBOT_RL_VENV/.robot-rl-launch-stamp"
+    if [ "${#launch_wheels[@]}" -gt 0 ]; then
+        launch_stamp="$(basename -a "${launch_wheels[@]}" | sha256sum | cut -d' ' -f1)"
+        if [ "$(cat "$launch_stamp_file" 2>/dev/null || true)" != "$launch_stamp" ]; then
+            echo "setup: installing the ROS 2 launch wheels from $ROBOT_RL_LAUNCH_WHEELS"
             if ! "$py" -m pip install --progress-bar off --no-deps "${launch_wheels[@]}" \
                 osrf-pycommon==2.0.2 >>"$log" 2>&1; then
                 tail -n 40 "$log" >&2
                 echo "setup: installing the ROS 2 launch wheels failed; full log: $log" >&2
                 exit 1
             fi
-        elif ! "$py" -c 'import launch_ros, ros2launch' 2>/dev/null; then
-            echo "setup: no ROS 2 launch wheels in $ROBOT_RL_LAUNCH_WHEELS: \`ros2 launch\` and" \
-                "its tests are unavailable (they skip); to get it, source a ROS 2 installation" \
-                "or build the wheels: README.md, 'ros2 launch'" >&2
+            echo "$launch_stamp" >"$launch_stamp_file"
+            installed=1
         fi
-        # The oneDNN convolution extension, compiled now rather than in the first training run.
-        "$py" -c 'import sys; from robot_rl.agents.encoders.onednn_conv import main; sys.exit(main())' ||
-            echo "setup: the CPU learner's conv trunks will use XLA's convolutions" >&2
-        echo "$stamp" >"$stamp_file"
-        echo "setup: done"
+    elif [ "$installed" = 1 ] && ! "$py" -c 'import launch_ros, ros2launch' 2>/dev/null; then
+        echo "setup: no ROS 2 launch wheels in $ROBOT_RL_LAUNCH_WHEELS: \`ros2 launch\` and" \
+            "its tests are unavailable (they skip); to get it, source a ROS 2 installation" \
+            "or build the wheels: README.md, ROS 2, 'Getting ros2 launch'" >&2
     fi
+    [ "$installed" = 0 ] || echo "setup: done"
 
     # The ament index entry and share/robot_rl files that a wheel install puts under the prefix
     # (pyproject.toml's data-files); an editable install puts none, so link each file to this

@@ -153,9 +153,9 @@ def sim_launch(request, tmp_path_factory):
     """``robot-rl up sim``'s ROS graph (up then stopped), then ``sim.launch.py`` with the same
     options running, its graph settled; without and with a camera. Each in a domain of its own,
     with a probe there."""
+    require_launch()
     pytest.importorskip("rclpy")
     pytest.importorskip("mujoco")
-    require_launch()
     cameras = request.param
     up_domain, launch_domain = spare_domains(int(bool(cameras)))
     tmp_path = tmp_path_factory.mktemp("sim_launch")
