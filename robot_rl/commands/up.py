@@ -95,10 +95,22 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     to open) before the actor and the learner start; past it, up names the node and stops."""
     log_every: float = 2.0
     """Seconds between progress lines."""
+    learner_niceness: int = 10
+    """Robot only: the learner runs this much nicer (lower CPU priority) than the drivers and
+    the actor, so that on a shared machine (a simulated cell, a robot PC that also learns)
+    the control loop and the cameras never wait for it; 0 keeps it equal."""
     max_age: float | None = None
     """Robot only: the actor's staleness bound (s): the slowest observed sensor's newest sample
     may be this old; default: from the sensors' rates in the hardware file (3 periods of the
     slowest, at least 0.3 s)."""
+    drivers_only: bool = False
+    """Robot only: start the hardware file's driver nodes and nothing else (no actor, no
+    learner), wait until each is active, say so, and keep them up until Ctrl-C (or SIGTERM):
+    the robot workflow's first step (check the cameras, the arm, the e-stop)."""
+    ros_args: tuple[str, ...] = ()
+    """ROS options for every node up starts (drivers, twin nodes, cameras, the actor), after
+    the stack's own: give them last, ``up robot ... --ros-args -p name:=value --log-level
+    debug`` (everything after --ros-args is theirs)."""
     sync_slop: float | None = None
     """Robot only: how far apart (s) the synchronised sensors' samples may lie; default: one
     period of the slowest observed sensor (at least 0.05 s)."""
@@ -129,6 +141,13 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
         return self.with_recipe()[0]
 
     def validate(self) -> None:
+        check_ros_args(self.ros_args)
+        if self.drivers_only:
+            if self.mode != "robot" or not self.hardware:
+                raise ValueError("--drivers-only needs robot mode: up robot --hardware FILE")
+            if not self.ready_timeout > 0 or self.grace < 0:
+                raise ValueError("--ready-timeout must be > 0 and --grace >= 0")
+            return  # no actor, no learner: nothing of the task, recipe or reward to check
         self.resolved()._check()
 
     def _check(self) -> None:
@@ -142,6 +161,8 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
             raise ValueError(f"--max-learner-lag must be >= 1, got {self.max_learner_lag}")
         if not self.ready_timeout > 0:
             raise ValueError(f"--ready-timeout must be > 0, got {self.ready_timeout}")
+        if not 0 <= self.learner_niceness <= 19:
+            raise ValueError(f"--learner-niceness must lie in 0..19, got {self.learner_niceness}")
         for name in ("max_age", "sync_slop"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -199,6 +220,22 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
         )
 
 
+ROS_ARGS_FLAG = "--ros-args"
+"""``robot-rl up ... --ros-args ...``: the rest of the command line is ``UpConfig.ros_args``
+(``robot_rl.cli`` splits it off before the options are parsed)."""
+
+
+def check_ros_args(ros_args) -> None:
+    """Refuse the remaps that name or place a node: given to every node, they would give them
+    all one name."""
+    for arg in ros_args:
+        if any(f"__{key}:=" in arg for key in ("node", "name", "ns")):
+            raise ValueError(
+                f"--ros-args {arg}: up gives its ROS options to every node, and each node's "
+                "name and namespace are the stack's (the hardware file's)"
+            )
+
+
 def _absolute(path: str | None) -> str | None:
     return str(Path(path).absolute()) if path else None
 
@@ -246,7 +283,11 @@ def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
         learner=cfg.learner_config(),
         actor=cfg.actor_config(),
     )
-    return stack_processes(config)
+    extra = tuple(cfg.ros_args)  # the user's ROS options reach every node (not the learner)
+    return [
+        dataclasses.replace(spec, extra_ros_arguments=extra) if extra else spec
+        for spec in stack_processes(config)
+    ]
 
 
 def operator_interventions(cfg: UpConfig) -> bool:
@@ -278,6 +319,8 @@ def run(cfg: UpConfig) -> int:
     from robot_rl.stack import write_config_files
 
     console = Console(soft_wrap=True)
+    if cfg.drivers_only:
+        return run_drivers_only(cfg, console)
     try:
         cfg, recipe_line = cfg.with_recipe()
         cfg.validate()
@@ -308,7 +351,8 @@ def run(cfg: UpConfig) -> int:
             wait_until_active(supervisor, drivers, cfg.ready_timeout, console)
         for spec in processes:
             if spec not in drivers:
-                supervisor.start(spec)
+                robot_learner = cfg.mode == "robot" and spec.role == "learner"
+                supervisor.start(spec, niceness=cfg.learner_niceness if robot_learner else 0)
         _supervise(supervisor, progress, console, cfg.log_every)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: stopping {len(supervisor.children)} processes")
@@ -335,6 +379,37 @@ def run(cfg: UpConfig) -> int:
         f"{utd_text(report['utd'])}; report {run_dir / 'report.json'}"
     )
     return 0
+
+
+def run_drivers_only(cfg: UpConfig, console: Console) -> int:
+    """``up robot --hardware X --drivers-only``: the driver nodes alone until Ctrl-C (0), or
+    until one exits for good (1)."""
+    from robot_rl.runtime.driver_bringup import drivers_up
+
+    try:
+        cfg.validate()
+    except ValueError as err:
+        console.print(f"[red]error:[/] {err}")
+        return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(cfg.run_dir or f"runs/drivers-{Path(cfg.hardware).stem}-{stamp}").absolute()
+    console.print(f"[bold]up[/] robot --drivers-only: the nodes of {cfg.hardware}, nothing else")
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        with drivers_up(
+            cfg.hardware, run_dir / "logs", console, cfg.ready_timeout, cfg.grace, cfg.ros_args
+        ) as bringup:
+            console.print("Ctrl-C stops them")
+            while True:
+                bringup.check()
+                time.sleep(0.5)
+    except KeyboardInterrupt:
+        return 0
+    except StackFailed as err:
+        console.print(f"[red]a driver failed:[/] {err}")
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _supervise(supervisor, progress, console, log_every: float) -> None:

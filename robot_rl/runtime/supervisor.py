@@ -58,7 +58,9 @@ class Supervisor:
         self.children: dict[str, Child] = {}
         self.stopping = False
 
-    def start(self, spec) -> Child:
+    def start(self, spec, niceness: int = 0) -> Child:
+        """Start ``spec``; ``niceness`` > 0 lowers its CPU priority (a learner beside the
+        robot's own processes on one machine: the control loop must not wait for it)."""
         if spec.name in self.children and self.children[spec.name].alive:
             raise RuntimeError(f"{spec.name} is already running")
         log = self.log_dir / f"{spec.name}.log"
@@ -70,7 +72,7 @@ class Supervisor:
                 stdin=subprocess.DEVNULL,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=_child_setup(os.getpid()),
+                preexec_fn=_child_setup(os.getpid(), niceness),
             )
         previous = self.children.get(spec.name)
         child = Child(spec, popen, log, starts=previous.starts + 1 if previous else 1)
@@ -132,13 +134,15 @@ _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") el
 """Loaded here, not in the forked child (no dlopen between fork and exec)."""
 
 
-def _child_setup(parent: int):
-    """What a child runs between fork and exec: SIGINT at its default action, and SIGINT from
-    the kernel when the supervisor dies. If the supervisor died before the request took effect
-    the child is already an orphan, and exits at once."""
+def _child_setup(parent: int, niceness: int = 0):
+    """What a child runs between fork and exec: SIGINT at its default action, its niceness,
+    and SIGINT from the kernel when the supervisor dies. If the supervisor died before the
+    request took effect the child is already an orphan, and exits at once."""
 
     def setup() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if niceness:
+            os.nice(niceness)
         if _LIBC is None:
             return
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGINT)
