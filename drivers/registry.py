@@ -23,6 +23,9 @@ class DeviceType:
     """Console script that runs the node (``pyproject.toml``)."""
     module: str
     summary: str
+    lifecycle: bool = True
+    """Its node is a lifecycle node (``DeviceNode``: ready when ``active``); False: a plain node
+    (the keyboard, the simulated cells' parts: ready once in the graph)."""
 
     def load(self) -> ModuleType:
         """The driver module (imports its device library)."""
@@ -77,6 +80,7 @@ DEVICES: dict[str, DeviceType] = {
             "robot-rl-keyboard-teleop",
             "robot_rl.drivers.teleop.keyboard",
             "terminal keyboard",
+            lifecycle=False,
         ),
         DeviceType(
             "vesc",
@@ -99,6 +103,7 @@ DEVICES: dict[str, DeviceType] = {
             "robot-rl-fr3-sim-cell",
             "robot_rl.sim.cells.fr3_cell",
             "simulated FR3 cell's world: franky-sim (libfranka protocol on loopback)",
+            lifecycle=False,
         ),
         DeviceType(
             "fr3_sim_camera",
@@ -106,6 +111,7 @@ DEVICES: dict[str, DeviceType] = {
             "robot-rl-fr3-sim-cell",
             "robot_rl.sim.cells.cell_camera",
             "a camera of the simulated FR3 cell",
+            lifecycle=False,
         ),
         DeviceType(
             "fr3_sim_human",
@@ -113,6 +119,7 @@ DEVICES: dict[str, DeviceType] = {
             "robot-rl-fr3-sim-cell",
             "robot_rl.sim.cells.cell_human",
             "the simulated FR3 cell's operator, on the SpaceMouse's topics",
+            lifecycle=False,
         ),
         # the simulated car cell (sim/cells): the car twin behind a VESC on a pty
         DeviceType(
@@ -121,6 +128,7 @@ DEVICES: dict[str, DeviceType] = {
             "robot-rl-car-sim-cell",
             "robot_rl.sim.cells.car_cell",
             "simulated car cell's world: the car twin answering as a VESC on a pty",
+            lifecycle=False,
         ),
         DeviceType(
             "car_sim_camera",
@@ -128,6 +136,7 @@ DEVICES: dict[str, DeviceType] = {
             "robot-rl-car-sim-cell",
             "robot_rl.sim.cells.car_camera",
             "the simulated car's forward camera",
+            lifecycle=False,
         ),
     )
 }

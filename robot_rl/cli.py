@@ -9,6 +9,7 @@ here, so `robot-rl --help` stays fast and works without JAX.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import sys
@@ -142,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import tyro
 
+    ros_args = None
+    flag = getattr(module, "ROS_ARGS_FLAG", None)  # the rest of the line goes to the nodes
+    if flag and flag in rest:
+        rest, ros_args = rest[: rest.index(flag)], tuple(rest[rest.index(flag) + 1 :])
     try:
         if getattr(module, "CONFIG_FILE", False):  # --config FILE: the whole config, as a file
             from robot_rl.config_file import parse_args
@@ -149,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = parse_args(config_cls, rest, prog=f"{PROG} {name}", description=description)
         else:
             config = tyro.cli(config_cls, args=rest, prog=f"{PROG} {name}", description=description)
+        if ros_args is not None:
+            config = dataclasses.replace(config, ros_args=(*config.ros_args, *ros_args))
         return int(module.run(config) or 0)
     except SystemExit as err:  # --help, a bad option, or a command that calls sys.exit
         return _exit_code(err)

@@ -109,3 +109,17 @@ def test_the_franka_executable_answers_help_without_a_robot():
     assert done.returncode == 0, done.stderr
     assert "robot_ip (str, default '172.16.0.2')" in done.stdout
     assert "connect" not in done.stderr.lower()
+
+
+def test_the_registry_says_which_nodes_are_lifecycle_nodes():
+    """``up`` waits for a lifecycle node's 'active' and a plain node's presence: the registry's
+    word decides which (a lifecycle node is in the graph a moment before its get_state is)."""
+    from robot_rl.drivers.registry import DEVICES
+    from robot_rl.ros.node_base import DeviceNode
+
+    for device in DEVICES.values():
+        try:
+            node_class = device.load().NODE
+        except ImportError as err:
+            pytest.skip(f"{device.module}: {err}")
+        assert device.lifecycle == issubclass(node_class, DeviceNode), device.name

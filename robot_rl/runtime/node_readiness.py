@@ -27,6 +27,7 @@ def wait_until_active(supervisor, nodes, timeout: float, console: Console) -> No
     try:
         pending = {f"{p.namespace.rstrip('/')}/{p.name}": p for p in nodes}
         states: dict[str, str | None] = dict.fromkeys(pending)
+        first_seen: dict[str, float] = {}
         while pending:
             for fqn, spec in list(pending.items()):
                 code = supervisor.returncode(spec.name)
@@ -35,7 +36,7 @@ def wait_until_active(supervisor, nodes, timeout: float, console: Console) -> No
                         f"{_device(spec)} exited ({code}) before it was active: "
                         f"{node_error(supervisor.children[spec.name].log)}"
                     )
-                if probe.visible(fqn) and not probe.is_lifecycle(fqn):
+                if _plain(spec, probe, fqn, first_seen):
                     states[fqn] = "up"
                 else:
                     states[fqn] = probe.state(fqn) or states[fqn]
@@ -58,6 +59,31 @@ def wait_until_active(supervisor, nodes, timeout: float, console: Console) -> No
             time.sleep(0.5)
     finally:
         probe.close()
+
+
+PLAIN_AFTER = 5.0
+"""Seconds a node of an executable the registry does not know must be in the graph without a
+``get_state`` service before it counts as a plain node: a lifecycle node is in the graph a
+moment before its services are (and DDS may discover them later still)."""
+
+
+def _plain(spec, probe, fqn: str, first_seen: dict[str, float]) -> bool:
+    """Whether ``spec``'s node is a plain node that is up: the registry says which nodes are
+    lifecycle nodes; for one it does not know, the graph says so (``PLAIN_AFTER``)."""
+    from robot_rl.drivers.registry import by_executable
+
+    device = by_executable(spec.executable) if spec.executable else None
+    if device is not None and device.lifecycle:
+        return False
+    if not probe.visible(fqn):
+        first_seen.pop(fqn, None)
+        return False
+    if device is not None:
+        return True
+    if probe.is_lifecycle(fqn):
+        return False
+    seen = first_seen.setdefault(fqn, time.monotonic())
+    return time.monotonic() - seen >= PLAIN_AFTER
 
 
 def _device(spec) -> str:
