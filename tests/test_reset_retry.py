@@ -72,3 +72,27 @@ def test_the_bound_is_settable_and_checked():
     assert waits == [0.5]
     with pytest.raises(ValueError, match="tries"):
         ResetRetry(tries=0)
+
+
+def test_the_episode_loop_goes_on_after_a_refused_reset_between_episodes():
+    import numpy as np
+
+    from robot_rl.runtime.episode_loop import EpisodeLoop
+
+    class OneStepEpisodes(Refusing):
+        def step(self, action):
+            return {"obs": 2}, 0.0, False, True, {}
+
+    env, logs, stored = OneStepEpisodes(), [], []
+    loop = EpisodeLoop(
+        env, stored.append,
+        reset=lambda **kw: reset_with_retry(env, log=logs.append, sleep=lambda _: None, **kw),
+    )  # fmt: skip
+    loop.reset(seed=0)
+    env.errors = [REFUSED, REFUSED]  # the driver reconnects to its robot meanwhile
+    for _ in range(3):
+        loop.step(lambda obs: np.zeros(1))
+    assert loop.episodes == 3 and len(stored) == 3
+    assert [line.split(":")[0] for line in logs] == [
+        "reset refused (try 1 of 6)", "reset refused (try 2 of 6)", "reset done on try 3 of 6"
+    ]  # fmt: skip

@@ -13,6 +13,14 @@ Either way the device yields events, ``"success"`` or ``"reject"``, which ``Oper
 wrapper that pays as a classifier that fires does) and ``OperatorLabeler`` (a ``Labeler`` for
 ``--relabel-false-positives``, with ``label_timeout``) read.
 
+The actor asks the operator without waiting (``OperatorLabeler.ask``): the question stays open
+while the robot goes on, and the device's events answer the open questions, oldest first, before
+``OperatorSuccess`` sees any (so a confirm press never pays the next episode too). A person has
+to know that a question is open: the log says so, and a device that can show it (``announce``:
+the joy device publishes it on ``/operator/query``, which an operator's display, or the
+simulated cell's operator, watches) shows each question's opening and closing as one line,
+``question <n> open: ...`` / ``question <n> closed: ...`` (``question_line``, ``parse_question``).
+
 Pure Python here; ROS 2 is imported only for the ``joy`` device.
 """
 
@@ -20,11 +28,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import select
 import sys
 import termios
 import threading
+import time
 import tty
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -140,8 +151,43 @@ class KeyboardOperator(OperatorInput):
             self._saved = None
 
 
+_QUESTION = re.compile(r"^question (\d+) (open|closed)\b")
+
+
+def question_line(number: int, state: str, text: str) -> str:
+    """A question's line as the device shows it: ``question <n> <open|closed>: <text>``."""
+    return f"question {number} {state}: {text}"
+
+
+def parse_question(line: str) -> tuple[int, str] | None:
+    """``(n, "open" | "closed")`` of a question's line; None for any other text."""
+    match = _QUESTION.match(line)
+    return (int(match.group(1)), match.group(2)) if match else None
+
+
+class OperatorQuestion:
+    """One open question to the operator (``OperatorLabeler.ask``)."""
+
+    def __init__(self, labeler: OperatorLabeler, number: int, deadline: float):
+        self.labeler, self.number, self.deadline = labeler, number, deadline
+        self.verdict: bool | None = None
+
+    def poll(self) -> bool | None:
+        """The operator's verdict (no answer by the deadline: False); None while open."""
+        self.labeler.settle()
+        return self.verdict
+
+    def withdraw(self) -> None:
+        """Close it unanswered (the run stops); the operator's display is told."""
+        self.labeler.withdraw(self)
+
+
 class OperatorLabeler:
-    """A ``Labeler`` whose answer is the operator's: confirm, reject, or no answer (reject)."""
+    """A ``Labeler`` whose answer is the operator's: confirm, reject, or no answer (reject).
+
+    ``label`` waits for the answer (the robot holds); ``ask`` does not: it opens a question that
+    the device's next events answer (``settle``, oldest question first), or that closes as a
+    reject at its deadline."""
 
     def __init__(
         self,
@@ -153,6 +199,60 @@ class OperatorLabeler:
         self.timeout = timeout
         self.log = log or logger.info
         self.answers = {SUCCESS: 0, REJECT: 0, "none": 0}
+        self._open: deque[OperatorQuestion] = deque()
+        self._asked = 0
+
+    def open_questions(self) -> int:
+        """Questions asked and not answered yet (the device's events are theirs meanwhile)."""
+        return len(self._open)
+
+    def ask(self, env, obs: dict) -> OperatorQuestion:
+        """Opens a question and returns at once; the robot goes on."""
+        self._asked += 1
+        question = OperatorQuestion(self, self._asked, time.monotonic() + self.timeout)
+        self._open.append(question)
+        text = (
+            f"the reward classifier says success: {self.operator.describe(SUCCESS)} confirms, "
+            f"{self.operator.describe(REJECT)} rejects (no answer within {self.timeout:g} s = "
+            "reject); the robot goes on meanwhile"
+        )
+        self.log(question_line(question.number, "open", text))
+        self._announce(question, "open", text)
+        return question
+
+    def settle(self) -> None:
+        """The device's events answer the open questions, oldest first; a question past its
+        deadline closes as a reject (logged). Never waits."""
+        while self._open:
+            event = self.operator.wait(0.0)  # the next queued event, if any
+            if event is None:
+                break
+            self._close(self._open.popleft(), event)
+        now = time.monotonic()
+        while self._open and self._open[0].deadline <= now:
+            self._close(self._open.popleft(), None)
+
+    def withdraw(self, question: OperatorQuestion) -> None:
+        if question in self._open:
+            self._open.remove(question)
+            question.verdict = False
+            self._announce(question, "closed", "withdrawn (the run stopped)")
+
+    def _close(self, question: OperatorQuestion, answer: str | None) -> None:
+        if answer is None:
+            self.answers["none"] += 1
+            text = f"no answer from the operator within {self.timeout:g} s: rejected"
+        else:
+            self.answers[answer] += 1
+            text = f"operator {'confirmed' if answer == SUCCESS else 'rejected'} the success"
+        question.verdict = answer == SUCCESS
+        self.log(question_line(question.number, "closed", text))
+        self._announce(question, "closed", text)
+
+    def _announce(self, question: OperatorQuestion, state: str, text: str) -> None:
+        announce = getattr(self.operator, "announce", None)
+        if announce is not None:
+            announce(question_line(question.number, state, text))
 
     def label(self, env, obs: dict) -> bool:
         """Asks the operator; the robot holds meanwhile (no step, so no command)."""
@@ -179,20 +279,26 @@ class OperatorSuccess(RobotEnvWrapper):
     the step is the wrapped env's: a classifier's reward under this wrapper, or the task's own
     where it scores itself (in robot mode a task whose scoring reads the twin pays nothing, so
     the operator is then the only source). A reject event outside a relabelling query means
-    nothing and is dropped."""
+    nothing and is dropped. While ``labeler`` (an ``OperatorLabeler`` asked without waiting)
+    has open questions, the events are left to it: they answer those first."""
 
-    def __init__(self, env: gym.Env, operator: OperatorInput):
+    def __init__(self, env: gym.Env, operator: OperatorInput, labeler=None):
         super().__init__(env)
         self.operator = operator
+        self.labeler = labeler
+
+    def _questions_open(self) -> bool:
+        return self.labeler is not None and self.labeler.open_questions() > 0
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        self.operator.poll()  # a press during the reset belongs to no episode
+        if not self._questions_open():
+            self.operator.poll()  # a press during the reset belongs to no episode
         return obs, info
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        said_success = SUCCESS in self.operator.poll()
+        said_success = not self._questions_open() and SUCCESS in self.operator.poll()
         if said_success:
             reward, terminated, truncated = 1.0, True, False
             info = {**info, "success": True}

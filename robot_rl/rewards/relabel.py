@@ -25,6 +25,15 @@ The false positives a lower threshold lets through are the labeler's to catch. (
 twin's pick_cube before these guards: one seed of three reached 70% success, then the
 classifier went silent on the policy's successes while still passing 90% of the recorded ones,
 and the policy unlearned the task.)
+
+Asking without waiting (``defer=True``, the actor's): a person takes seconds to answer, and a
+robot must not stand still meanwhile (measured in the FR3 cell: every false positive held the
+arm for the 10 s timeout, the actor ran at 1.4 Hz). A labeler with ``ask(env, obs)`` (the
+operator's) then returns an open ``question`` at once, and ``ask`` here a ``PendingLabel``
+whose ``answer()`` is None until the labeler has answered; the answer is recorded for
+fine-tuning when it is first read. What the step does meanwhile is ``ClassifierReward``'s and
+the episode loop's (robot_rl.rewards.wrapper, robot_rl.runtime.episode_loop). A labeler
+without ``ask`` (the twin's ground truth) answers at once, as ever.
 """
 
 from __future__ import annotations
@@ -119,10 +128,26 @@ class FalsePositiveRelabeler:
         self.false_positives = self._labels.count(0)
         self.updates = 0
         self._pending = 0
+        self.defer = False
+        """Ask without waiting where the labeler can (``ask``); set by ``attach_relabeler``."""
 
     def check(self, env, obs: dict, image: np.ndarray) -> bool:
-        """The labeler's verdict on a frame the classifier fired on (recorded for fine-tuning)."""
+        """The labeler's verdict on a frame the classifier fired on (recorded for fine-tuning);
+        waits for it."""
         truth = bool(self.labeler.label(env, obs))
+        self.record(image, truth)
+        return truth
+
+    def ask(self, env, obs: dict, image: np.ndarray) -> PendingLabel:
+        """The labeler's verdict on a frame the classifier fired on, without waiting for it
+        where ``defer`` is set and the labeler can be asked (``ask``); else answered at once."""
+        ask = getattr(self.labeler, "ask", None)
+        if not self.defer or ask is None:
+            return PendingLabel(self, None, image, verdict=self.check(env, obs, image))
+        return PendingLabel(self, ask(env, obs), image)
+
+    def record(self, image: np.ndarray, truth: bool) -> None:
+        """One answer: the frame joins the fine-tuning set (a fine-tune every update_every)."""
         self._images.append(np.array(image, np.uint8))
         self._labels.append(int(truth))
         self.queries += 1
@@ -130,7 +155,6 @@ class FalsePositiveRelabeler:
         self._pending += 1
         if self._pending >= self.config.update_every:
             self.update()
-        return truth
 
     def labelled(self) -> LabelSet:
         """The frames labelled so far (episode ids after the base set's, one per frame)."""
@@ -220,6 +244,35 @@ class FalsePositiveRelabeler:
         }
 
 
+class PendingLabel:
+    """The labeler's answer about one fired frame, which may come later.
+
+    ``answer()``: None while the question is open, then the verdict (a reject where the labeler
+    gave none in its time); the first answer read is recorded with the relabeler (fine-tuning).
+    ``give_up()`` (a run that stops before the answer): withdraws the question and counts it
+    as a reject of the step, but not as a label (nobody said so)."""
+
+    def __init__(self, relabeler, question, image: np.ndarray, verdict: bool | None = None):
+        self.relabeler, self.question = relabeler, question
+        self.image = np.array(image, np.uint8) if verdict is None else None
+        self._verdict = verdict
+
+    def answer(self) -> bool | None:
+        if self._verdict is None:
+            verdict = self.question.poll()
+            if verdict is not None:
+                self._verdict = bool(verdict)
+                self.relabeler.record(self.image, self._verdict)
+                self.image = None
+        return self._verdict
+
+    def give_up(self) -> bool:
+        if self.answer() is None:
+            self.question.withdraw()
+            self._verdict, self.image = False, None
+        return bool(self._verdict)
+
+
 def attach_relabeler(
     env,
     labeler: Labeler,
@@ -227,12 +280,14 @@ def attach_relabeler(
     labels: str | os.PathLike | None = None,
     config: RelabelConfig | None = None,
     log: Callable[[str], None] | None = None,
+    defer: bool = False,
 ) -> FalsePositiveRelabeler:
     """Give ``env`` (a ClassifierReward) a relabeler whose fine-tunes go to ``run_dir``.
 
     The base labels are ``labels`` or the file the classifier was trained on (its checkpoint
     records the path). A run directory that already holds a fine-tuned classifier and its
-    labelled frames (a resumed run) starts from those."""
+    labelled frames (a resumed run) starts from those. ``defer``: ask without waiting (the
+    actor, whose episode loop holds the step until the answer comes)."""
     from robot_rl.rewards.classifier import load_classifier, read_classifier_config
     from robot_rl.rewards.labels import load_labels
     from robot_rl.rewards.wrapper import ClassifierReward
@@ -266,6 +321,7 @@ def attach_relabeler(
         labelled=labelled,
         trained_threshold=trained_threshold,
     )
+    relabeler.defer = defer
     env.classifier = classifier
     env.relabeler = relabeler
     return relabeler

@@ -5,7 +5,8 @@ button (``--operator``). The actor and ``eval --hardware`` build their env throu
 
 Order, inside out: the task env, ``ClassifierReward`` (with its relabeler), ``OperatorSuccess``.
 So the operator's success pays on top of the classifier's, and a relabelling query and the
-success key read the same device without taking each other's presses.
+success key read the same device without taking each other's presses (while a question asked
+without waiting is open, the device's presses answer it first).
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ def with_reward_sources(
     relabel_dir: str | Path | None = None,
     robot_mode: bool = False,
     log: Callable[[str], None] = print,
+    defer_labels: bool = False,
 ):
     """``build(options)`` with the reward sources the options ask for (``relabel``: a
-    ``RelabelOptions``, None for none). The env owns the operator's device and closes it."""
+    ``RelabelOptions``, None for none). The env owns the operator's device and closes it.
+    ``defer_labels``: the operator's answer to a relabelling query is not waited for (the
+    actor's episode loop holds the step until it comes; robot_rl.runtime.episode_loop)."""
     device = operator.open_operator()
     env = None
     try:
@@ -38,10 +42,14 @@ def with_reward_sources(
             env = with_reward_classifier(reward_classifier, build, options)
         else:
             env = build(options)
+        labeler = None
         if relabel is not None and relabel.relabel_false_positives:
-            _attach_labeller(env, relabel, operator, device, relabel_dir, robot_mode, log)
+            labeler = _attach_labeller(
+                env, relabel, operator, device, relabel_dir, robot_mode, log, defer_labels
+            )
         if device is not None:
-            env = OperatorSuccess(env, device)
+            asked = labeler if defer_labels and hasattr(labeler, "open_questions") else None
+            env = OperatorSuccess(env, device, labeler=asked)
             log(f"operator: {device.describe('success')} says success (reward 1, episode ends)")
         return env
     except BaseException:
@@ -52,7 +60,7 @@ def with_reward_sources(
         raise
 
 
-def _attach_labeller(env, relabel, operator, device, relabel_dir, robot_mode, log) -> None:
+def _attach_labeller(env, relabel, operator, device, relabel_dir, robot_mode, log, defer):
     from robot_rl.rewards.labelers import GroundTruthLabeler, check_labeler
     from robot_rl.rewards.operator import OperatorLabeler
     from robot_rl.rewards.relabel import RelabelConfig, attach_relabeler
@@ -67,8 +75,10 @@ def _attach_labeller(env, relabel, operator, device, relabel_dir, robot_mode, lo
     config = None if every is None else RelabelConfig(update_every=every)
     if relabel_dir is None:
         raise ValueError("relabelling needs a directory for the fine-tuned classifier")
-    attach_relabeler(env, labeler, relabel_dir, config=config, log=log)
+    attach_relabeler(env, labeler, relabel_dir, config=config, log=log, defer=defer)
     log(
-        f"relabelling the classifier's successes: the {name} labeller answers; fine-tunes go "
-        f"to {relabel_dir}"
+        f"relabelling the classifier's successes: the {name} labeller answers"
+        + (" (the robot goes on meanwhile)" if defer and name == "operator" else "")
+        + f"; fine-tunes go to {relabel_dir}"
     )
+    return labeler

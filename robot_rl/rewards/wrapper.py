@@ -16,6 +16,19 @@ after k frames in a row pass the threshold (a lucky single frame no longer pays)
 whether a fired frame really shows success; if not, the step pays 0 (``info`` marks it
 ``classifier_rejected``), the episode goes on and the classifier is fine-tuned on the frame as
 a negative.
+
+When the labeler's answer is not waited for (a relabeler with ``defer``: the actor with the
+operator answering), a fired frame whose answer is still open is a *tentative success*: the step
+pays 1 and ends the episode as terminated, and ``info[PENDING_LABEL]`` carries the open
+question (``relabel.PendingLabel``), which the episode loop holds the step for: a yes keeps it,
+a no (or no answer in time) makes it a truncated step that pays 0 before it leaves the actor
+(robot_rl.runtime.episode_loop). Why end the episode rather than go on: the step's reward and
+termination must be decided now, and a step that goes on cannot later become the episode's
+end (the steps after it would have to be taken back), whereas an ended one can become a
+truncation, which is exactly what it then is (the episode was cut, the learner bootstraps).
+Going on would also drive a robot that may just have done the task (a real success) on into
+the scene. What a false success costs is the rest of that episode: the arm resets instead of
+trying on, seconds instead of the 10 s the whole robot stood still for an answer.
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.envs.robot_env import RobotEnvWrapper
+from robot_rl.runtime.episode_loop import IF_REJECTED, PENDING_LABEL
 
 
 class SuccessProbability(Protocol):
@@ -87,30 +101,52 @@ class ClassifierReward(RobotEnvWrapper):
         self._streak = 0
         return self._observation(obs), info
 
+    def _follow_relabeler(self) -> None:
+        self.classifier = self.relabeler.classifier  # fine-tuned when enough were labelled
+        if not self._fixed_threshold:  # and its threshold re-set to keep its recall
+            self.threshold = self.classifier.config.threshold
+
     def step(self, action):
+        if self.relabeler is not None:  # an answer that came since may have fine-tuned it
+            self._follow_relabeler()
         obs, _, env_terminated, truncated, info = self.env.step(action)
         self._steps += 1
         prob = float(self.classifier.probability(obs[self.camera]))
         self._streak = self._streak + 1 if prob >= self.threshold else 0
         fired = self._streak >= self.consecutive
         rejected = False
+        pending = None
         if fired and self.relabeler is not None:
-            rejected = not self.relabeler.check(self.env, obs, obs[self.camera])
-            self.classifier = self.relabeler.classifier  # fine-tuned when enough were labelled
-            if not self._fixed_threshold:  # and its threshold re-set to keep its recall
-                self.threshold = self.classifier.config.threshold
-            fired = not rejected
-            if rejected:
-                self._streak = 0  # the labeler is asked again only after k fresh passes
+            pending = self.relabeler.ask(self.env, obs, obs[self.camera])
+            verdict = pending.answer()  # None: asked without waiting, not answered yet
+            self._follow_relabeler()
+            if verdict is None:
+                self._streak = 0  # a tentative success: the episode ends here
+            else:
+                pending = None
+                rejected = not verdict
+                fired = not rejected
+                if rejected:
+                    self._streak = 0  # the labeler is asked again only after k fresh passes
         # the env's termination on (ground-truth) success is dropped; a real failure stays
         failed = env_terminated and not info.get("success", False)
         terminated = fired or failed
         if self.max_episode_steps is not None and self._steps >= self.max_episode_steps:
             truncated = True  # the env may have ended at success earlier and not counted on
         truncated = bool(truncated and not terminated)
+        scores_itself = _scores_itself(self.env)
+        if pending is not None:  # what the episode loop makes of the step on a no
+            info = {
+                **info,
+                PENDING_LABEL: pending,
+                IF_REJECTED: {
+                    "terminated": bool(failed),
+                    "success": bool(scores_itself and info.get("success", False)),
+                },
+            }
         info = {
             **info,
-            **({} if _scores_itself(self.env) else {"success": fired}),
+            **({} if scores_itself else {"success": fired}),
             "classifier_prob": prob,
             "classifier_success": fired,
             "classifier_rejected": rejected,

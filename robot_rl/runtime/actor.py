@@ -9,6 +9,11 @@ command) until acknowledgements or the operator free space, then it goes on; aft
 ``disk_full_timeout`` the actor exits non-zero with its outbox intact. A transition the learner
 would refuse (a reward or observation that is not finite, or beyond the bound, in the dtype it
 is stored in) stops the actor before it reaches the outbox, where it would block the stream.
+
+Neither a label query nor a refused reset holds it either: the operator's answer to a reward
+classifier's success is not waited for (the episode ends as a tentative success and the loop
+holds that one transition until the answer comes, robot_rl.runtime.episode_loop), and a reset
+the robot refuses (a driver reconnecting) is tried again, bounded (robot_rl.resets.retry).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from rich.console import Console
 
 from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
 from robot_rl.data.transition import Transition
+from robot_rl.resets.retry import reset_with_retry
 from robot_rl.rewards.labelers import RelabelOptions
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.ros.config import RosBackendConfig
@@ -72,6 +78,9 @@ class ActorConfig(ObservationMode, OperatorOptions, RelabelOptions):
     """The learner's public CURVE key file."""
     fsync: str = "never"
     """Outbox flush policy: 'never' survives a killed process, 'always' also a power cut."""
+    repair_outbox: bool = False
+    """Repair the outbox and exit, acting nothing: keep every intact record of a damaged
+    segment, say how many were dropped, reset an impossible acknowledgement record."""
     max_learner_lag: int | None = None
     """Wait for the learner while it is unreachable or this many transitions behind the data,
     until it has caught up (the recipe's update-to-data ratio, as the single-process loop keeps
@@ -114,11 +123,16 @@ class OutboxFull(RuntimeError):
     """The outbox's disk stayed full for ``disk_full_timeout``."""
 
 
+def actor_id_and_outbox(cfg: ActorConfig) -> tuple[str, Path]:
+    """This actor's id and outbox directory, defaults filled in."""
+    actor_id = cfg.actor_id or f"{socket.gethostname()}-{cfg.task}"
+    return actor_id, Path(cfg.outbox_dir or Path("runs") / "actors" / actor_id / "outbox")
+
+
 def run_actor(cfg: ActorConfig, console: Console | None = None) -> dict:
     cfg.validate()
     console = console or Console(soft_wrap=True)
-    actor_id = cfg.actor_id or f"{socket.gethostname()}-{cfg.task}"
-    outbox_dir = Path(cfg.outbox_dir or Path("runs") / "actors" / actor_id / "outbox")
+    actor_id, outbox_dir = actor_id_and_outbox(cfg)
     made = None if outbox_dir.exists() else outbox_dir  # the outermost folder this run makes
     while made is not None and not made.parent.exists():
         made = made.parent
@@ -141,6 +155,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
     env = with_reward_sources(
         build, options, reward_classifier=cfg.reward_classifier, operator=cfg, relabel=cfg,
         relabel_dir=outbox.directory.parent, robot_mode=cfg.robot_mode, log=console.print,
+        defer_labels=True,
     )  # fmt: skip
     env = with_interventions(env, cfg.interventions, seed=cfg.seed + outbox.next_seq)
     hello = {
@@ -167,7 +182,11 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         f"{f'{control_hz:.1f} Hz' if control_hz else 'full speed'} -> {cfg.learner} "
         f"(outbox resumes at sequence {outbox.next_seq})"
     )
-    loop = EpisodeLoop(env, OutboxSink(outbox, client, cfg.disk_full_timeout, console))
+    loop = EpisodeLoop(
+        env,
+        OutboxSink(outbox, client, cfg.disk_full_timeout, console),
+        reset=lambda **kwargs: reset_with_retry(env, log=console.print, **kwargs),
+    )
     loop.reset(seed=cfg.seed + outbox.next_seq)
     last_log = time.monotonic()
     interventions = cfg.interventions != "off"
@@ -182,7 +201,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         _progress(console, outbox, client, updater.policy, loop, rate, interventions)
 
     try:
-        while cfg.total_steps is None or outbox.next_seq < cfg.total_steps:
+        while cfg.total_steps is None or outbox.next_seq + loop.held < cfg.total_steps:
             if pacer is not None:
                 pacer.wait(client)
             if client.refused_reason and not client.connected:
@@ -193,13 +212,19 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
                 )
             if updater.error is not None:
                 raise updater.error
-            ended = loop.step(policy).ended
-            if ended is not None:
+            for ended in loop.step(policy).settled:  # an episode's figures once final
                 client.send_stats(ended.figures)
             rate.sleep()
             if time.monotonic() - last_log >= cfg.log_every:
                 last_log = time.monotonic()
                 show_progress()
+        if loop.held:
+            console.print(
+                f"waiting up to {cfg.label_timeout:g} s for the answers to {loop.held} open "
+                "question(s)"
+            )
+        for ended in loop.flush_pending(timeout=cfg.label_timeout):
+            client.send_stats(ended.figures)
         show_progress()  # the final figures, also when the run was shorter than one --log-every
         if outbox.backlog:
             console.print(
@@ -212,9 +237,11 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         # threads' stop below short: a thread left in XLA or rclpy aborts the exit (-6)
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _give_up_held(loop, console)
         console.print(f"[yellow]interrupted[/]: {outbox.backlog} transitions wait in the outbox")
         raise
     finally:
+        _give_up_held(loop, console)  # on an error: what the outbox can still take
         updater.stop()
         client.stop()
         env.close()
@@ -239,6 +266,20 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         "control_period_ms_p99": period["p99_ms"],
         **(pacer.summary() if pacer is not None else {}),
     }
+
+
+def _give_up_held(loop: EpisodeLoop, console: Console) -> None:
+    """The transitions still awaiting an answer go to the outbox as rejects (reward 0,
+    truncated): the run stops, nobody answered. Never raises (the run may be failing)."""
+    if not loop.held:
+        return
+    held = loop.held
+    try:
+        loop.flush_pending(timeout=0.0)
+    except Exception as err:  # the outbox may be what failed
+        console.print(f"[yellow]{held} transition(s) awaiting an answer not stored[/]: {err}")
+        return
+    console.print(f"{held} transition(s) awaiting an answer stored as rejects (unanswered)")
 
 
 class OutboxSink:
