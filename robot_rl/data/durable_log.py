@@ -15,6 +15,9 @@ means the middle of the file was damaged; that raises rather than silently dropp
 SYNC marker lets that check find later frames even when the damage hit a length field.
 A write that fails (a full disk) is cut back off the file before the error is raised, so the
 log stays whole and the same record can be appended again once there is space.
+``salvage`` reads a damaged log anyway: every frame whose CRC holds, found by its SYNC marker,
+and how many were lost (``robot-rl actor --repair-outbox`` and ``robot-rl learner
+--repair-ingest-log`` keep the intact records of a damaged segment with it).
 No pickle anywhere: arrays travel as dtype string, shape and their raw buffer.
 """
 
@@ -26,6 +29,7 @@ import os
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -248,6 +252,94 @@ class DurableLog:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+@dataclass
+class Salvage:
+    """What ``salvage`` found in a log: its metadata, the intact records in file order, and
+    the damage."""
+
+    metadata: dict
+    records: list[dict[str, np.ndarray]] = field(default_factory=list)
+    damaged_regions: int = 0
+    """Stretches of bytes that held no intact frame (each lost one record or more)."""
+    dropped_frames: int = 0
+    """Frames lost: the SYNC markers inside the damaged stretches (at least one each)."""
+    damaged_bytes: int = 0
+    tail_frames: int = 0
+    """Of ``dropped_frames``, those after the last intact record (their order is unknown)."""
+
+
+def salvage(path: str | os.PathLike) -> Salvage:
+    """Every intact record of the log at ``path``, damaged or not; raises ``DurableLogError``
+    only when not even its header can be read (then nothing in it can be trusted)."""
+    path = Path(path)
+    data = path.read_bytes()
+    if data[: len(MAGIC)] != MAGIC:
+        raise DurableLogError(f"{path} is not a robot_rl durable log (bad magic)")
+    size = len(data)
+
+    def frame_at(offset: int) -> tuple[bytes, int] | None:
+        if size - offset < _FRAME_HEADER.size:
+            return None
+        sync, length, crc = _FRAME_HEADER.unpack_from(data, offset)
+        start = offset + _FRAME_HEADER.size
+        if sync != SYNC or length > size - start:
+            return None
+        payload = data[start : start + length]
+        return (payload, start + length) if zlib.crc32(payload) == crc else None
+
+    header = frame_at(len(MAGIC))
+    if header is None:
+        raise DurableLogError(f"{path}: the header is damaged; nothing in it can be trusted")
+    try:
+        metadata = msgpack.unpackb(header[0], raw=False)["metadata"]
+    except Exception as err:
+        raise DurableLogError(f"{path}: the header does not decode ({err})") from None
+    found = Salvage(metadata)
+    offset = header[1]
+    while offset < size:
+        frame = frame_at(offset)
+        if frame is not None:
+            try:
+                record = decode_record(frame[0])
+            except Exception:  # an intact CRC over a record that does not decode
+                frame = None
+            else:
+                found.records.append(record)
+                offset = frame[1]
+                continue
+        # damage: the next SYNC that starts an intact frame, or the end of the file
+        resume = data.find(SYNC, offset + 1)
+        while resume != -1 and frame_at(resume) is None:
+            resume = data.find(SYNC, resume + 1)
+        end = size if resume == -1 else resume
+        lost = max(1, data.count(SYNC, offset, end))
+        found.damaged_regions += 1
+        found.damaged_bytes += end - offset
+        found.dropped_frames += lost
+        if resume == -1:
+            found.tail_frames = lost
+        offset = end
+    return found
+
+
+def rewrite(path: str | os.PathLike, metadata: dict, records: list[Mapping[str, Any]]) -> None:
+    """Replace the log at ``path`` by one holding ``records`` (written aside, then renamed into
+    place: a crash leaves the old file or the new one, never half of one)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".repair")
+    tmp.unlink(missing_ok=True)
+    try:
+        with DurableLog(tmp, metadata, fsync="never") as log:
+            for record in records:
+                log.append(record)
+            log.sync()
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -12,6 +12,15 @@ number different transitions alike. ``stream.json`` names the outbox (so the lea
 restarted actor from a second one with the same id) and the learner run it last fed (so a new
 learner run is recognised as a new stream). On a full disk an append fails whole and may be
 retried; acknowledged segments, the active one included, are then deleted to make room.
+
+An acknowledgement record that cannot be true (``acked.json`` beyond what the segments hold, or
+unreadable) stops the outbox from opening with one line naming the file (``OutboxDamaged``):
+believing it would skip every unacknowledged transition and report nothing left to send.
+``repair`` (``robot-rl actor --repair-outbox``) keeps every intact record of a damaged segment,
+records the sequence numbers it lost in ``dropped.json`` (an acknowledgement that reaches a
+dropped range passes over it, and the actor's next hello tells the learner to go on after it),
+and resets an impossible acknowledgement record to the oldest transition held (the learner drops
+what it already has).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_rl.data.durable_log import DurableLog
+from robot_rl.data.durable_log import DurableLog, DurableLogError, rewrite, salvage
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +45,7 @@ SEGMENT_PREFIX = "seg-"
 ACKED_FILE = "acked.json"
 STREAM_FILE = "stream.json"
 LOCK_FILE = "lock"
+DROPPED_FILE = "dropped.json"
 ACKED_WIDTH = 64
 _METADATA = {"kind": "robot_rl actor outbox", "version": 1}
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -43,6 +53,17 @@ NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 class OutboxInUse(ValueError):
     """Another process holds this outbox."""
+
+
+class OutboxDamaged(DurableLogError):
+    """The outbox cannot be trusted as it is: one line naming the file and the way out."""
+
+
+def _repair_hint(directory: Path) -> str:
+    return (
+        f"`robot-rl actor --repair-outbox --outbox-dir {directory}` keeps the intact records and "
+        "says what it dropped"
+    )
 
 
 def is_disk_full(err: OSError) -> bool:
@@ -74,10 +95,17 @@ class Outbox:
         self._lock = threading.Lock()
         self._ack_persist_interval = ack_persist_interval
         self._ack_persisted_at = 0.0
-        self._segments: list[int] = sorted(
-            int(p.name[len(SEGMENT_PREFIX) : -4])
-            for p in self.directory.glob(f"{SEGMENT_PREFIX}*.log")
-        )
+        try:
+            self._open_all()
+        except BaseException:
+            if getattr(self, "_active", None) is not None:
+                self._active.close()
+            self._lock_file.close()
+            self._lock_file = None
+            raise
+
+    def _open_all(self) -> None:
+        self._segments: list[int] = _segment_firsts(self.directory)
         self._cache: tuple[int, list[bytes]] | None = None  # one closed segment, decoded
         self._active: DurableLog | None = None
         self._active_items: list[bytes] = []
@@ -85,14 +113,23 @@ class Outbox:
         self._space_short = False
         if self._segments:
             last = self._segments[-1]
-            self._active = self._open_segment(last)
+            try:
+                self._active = self._open_segment(last)
+            except DurableLogError as err:
+                raise OutboxDamaged(f"{err}; {_repair_hint(self.directory)}") from None
             self._active_items = [rec["payload"].tobytes() for rec in self._active]
             self._next_seq = last + len(self._active_items)
-        saved_ack = self._read_json(ACKED_FILE).get("acked", 0)
-        if not isinstance(saved_ack, int) or saved_ack < 0:
-            saved_ack = 0
+        self._dropped = _read_dropped(self.directory)
+        saved_ack = self._saved_ack()
+        if self._segments and saved_ack > self._next_seq:
+            raise OutboxDamaged(
+                f"{self.directory / ACKED_FILE} says {saved_ack} transitions are acknowledged, "
+                f"but this outbox holds sequence numbers up to {self._next_seq - 1}: the record "
+                f"is impossible, and believing it would skip all {self.backlog_on_disk} "
+                f"transitions held here; {_repair_hint(self.directory)}"
+            )
         first = self._segments[0] if self._segments else saved_ack
-        self._acked = max(saved_ack, first)
+        self._acked = self._past_dropped(max(saved_ack, first))
         # Everything acknowledged and its segments deleted (to make room): go on from there.
         self._next_seq = max(self._next_seq, self._acked)
         stream = self._read_json(STREAM_FILE)
@@ -104,6 +141,37 @@ class Outbox:
             self._write_json(STREAM_FILE, {"id": self.id, "learner_run": self.learner_run})
         if not (self.directory / ACKED_FILE).exists():
             self._persist_ack()  # from the start: on a full disk it is overwritten in place
+
+    @property
+    def backlog_on_disk(self) -> int:
+        """Sequence numbers from the oldest segment on (what an impossible ack would skip)."""
+        return self._next_seq - self._segments[0] if self._segments else 0
+
+    def _saved_ack(self) -> int:
+        """``acked.json``'s number (0 without the file); ``OutboxDamaged`` when unreadable."""
+        path = self.directory / ACKED_FILE
+        if not path.exists():
+            return 0
+        try:
+            value = json.loads(path.read_text())
+            saved = value["acked"] if isinstance(value, dict) else None
+        except (OSError, ValueError, KeyError) as err:
+            saved, why = None, str(err) or type(err).__name__
+        else:
+            why = f"'acked' is {saved!r}, not a sequence number"
+        if not isinstance(saved, int) or isinstance(saved, bool) or saved < 0:
+            raise OutboxDamaged(
+                f"{path} is unreadable ({why}): which transitions the learner holds is unknown; "
+                f"{_repair_hint(self.directory)}"
+            )
+        return saved
+
+    def _past_dropped(self, seq: int) -> int:
+        """``seq``, or the end of the dropped range it falls in (a repair lost those)."""
+        for start, end in self._dropped:
+            if start <= seq < end:
+                seq = end
+        return seq
 
     def _read_json(self, name: str) -> dict:
         path = self.directory / name
@@ -227,7 +295,7 @@ class Outbox:
                 if self._space_short:
                     self._release_acknowledged()
                 return
-            self._acked = next_seq
+            self._acked = self._past_dropped(next_seq)
             while len(self._segments) > 1 and self._segments[1] <= next_seq:
                 first = self._segments.pop(0)
                 (self.directory / _segment_name(first)).unlink(missing_ok=True)
@@ -285,6 +353,103 @@ class Outbox:
                 logger.warning("%s: cannot record acknowledgements: %s", self.directory, err)
             self._lock_file.close()  # releases the lock
             self._lock_file = None
+
+
+def _segment_firsts(directory: Path) -> list[int]:
+    return sorted(
+        int(p.name[len(SEGMENT_PREFIX) : -4]) for p in directory.glob(f"{SEGMENT_PREFIX}*.log")
+    )
+
+
+def _read_dropped(directory: Path) -> list[tuple[int, int]]:
+    path = directory / DROPPED_FILE
+    if not path.exists():
+        return []
+    try:
+        ranges = json.loads(path.read_text())["dropped"]
+        return sorted((int(a), int(b)) for a, b in ranges if 0 <= int(a) < int(b))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise OutboxDamaged(
+            f"{path} is unreadable ({err}): delete it only if no repair ever dropped records here"
+        ) from None
+
+
+def _ranges(seqs: list[int]) -> list[tuple[int, int]]:
+    """Sorted integers as [start, end) runs."""
+    runs: list[tuple[int, int]] = []
+    for seq in seqs:
+        if runs and runs[-1][1] == seq:
+            runs[-1] = (runs[-1][0], seq + 1)
+        else:
+            runs.append((seq, seq + 1))
+    return runs
+
+
+def repair(directory: str | os.PathLike) -> dict:
+    """Keep the intact records of every damaged segment of the outbox in ``directory``, record
+    the sequence numbers lost, and reset an impossible acknowledgement record. Returns what it
+    did (``kept``, ``dropped``, ``damaged_segments``, ``dropped_ranges``, ``acked``,
+    ``ack_reset``). Undamaged segments are not touched; ``OutboxInUse`` while an actor runs."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"no outbox at {directory}")
+    lock = _take_lock(directory / LOCK_FILE)
+    try:
+        firsts = _segment_firsts(directory)
+        dropped = list(_read_dropped(directory))
+        kept = lost = damaged = 0
+        next_seq = 0
+        for index, first in enumerate(firsts):
+            path = directory / _segment_name(first)
+            found = salvage(path)
+            by_seq = {int(r["seq"]): r for r in found.records if "seq" in r and "payload" in r}
+            kept += len(by_seq)
+            if found.damaged_regions == 0 and len(by_seq) == len(found.records):
+                next_seq = first + len(found.records)
+                continue
+            damaged += 1
+            final = index == len(firsts) - 1
+            end = max(by_seq, default=first - 1) + 1 if final else firsts[index + 1]
+            missing = [seq for seq in range(first, end) if seq not in by_seq]
+            lost += len(missing) + (found.tail_frames if final else 0)
+            dropped.extend(_ranges(missing))
+            runs = _ranges(sorted(s for s in by_seq if first <= s < (end if not final else s + 1)))
+            path.unlink()
+            for start, stop in runs or ([(first, first)] if final else []):
+                records = [by_seq[seq] for seq in range(start, stop)]
+                rewrite(directory / _segment_name(start), _METADATA, records)
+            next_seq = runs[-1][1] if runs else first
+        dropped = sorted(set(dropped))
+        if dropped:
+            tmp = directory / (DROPPED_FILE + ".tmp")
+            tmp.write_text(json.dumps({"dropped": [list(r) for r in dropped]}))
+            os.replace(tmp, directory / DROPPED_FILE)
+        firsts = _segment_firsts(directory)
+        ack_reset = False
+        try:
+            saved = json.loads((directory / ACKED_FILE).read_text())["acked"]
+            possible = isinstance(saved, int) and saved >= 0 and (not firsts or saved <= next_seq)
+        except (OSError, ValueError, KeyError, TypeError):
+            saved, possible = None, not (directory / ACKED_FILE).exists()
+        acked = saved if possible and saved is not None else (firsts[0] if firsts else 0)
+        if not possible:
+            ack_reset = True  # send everything held again: the learner drops what it has
+            text = json.dumps({"acked": acked}).ljust(ACKED_WIDTH)
+            tmp = directory / (ACKED_FILE + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, directory / ACKED_FILE)
+        return {
+            "outbox": str(directory),
+            "segments": len(firsts),
+            "damaged_segments": damaged,
+            "kept": kept,
+            "dropped": lost,
+            "dropped_ranges": [list(r) for r in dropped],
+            "acked": acked,
+            "ack_reset": ack_reset,
+        }
+    finally:
+        lock.close()
 
 
 def _take_lock(path: Path):
