@@ -8,15 +8,25 @@ test can load a launch file and compare what it would start with what ``robot-rl
 
 from __future__ import annotations
 
+import errno
 import importlib.util
+import os
 import shlex
 import shutil
+import socket
 import sys
+import time
 import types
 from dataclasses import dataclass
 
 from robot_rl.errors import UserError
-from robot_rl.stack import ProcessSpec, StackConfig, stack_processes, write_config_files
+from robot_rl.stack import (
+    ProcessSpec,
+    StackConfig,
+    stack_processes,
+    with_ros_arguments,
+    write_config_files,
+)
 
 RESPAWN_DELAY = 2.0
 """Seconds before a respawned node starts again (``robot-rl up`` waits as long)."""
@@ -33,6 +43,49 @@ class MissingDrivers(UserError, RuntimeError):
     message as its one error line and exits non-zero."""
 
 
+DEFAULT_LEARNER = "tcp://127.0.0.1:5555"
+"""The learner's address where a launch file starts only one side (learner or actor) and none
+is given: the one the other side's default names."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def learner_endpoint(endpoint: str | None, option: str) -> str:
+    """The address a stack's learner binds: ``endpoint``, refused in one line (naming the port
+    and ``option``) when something already listens on its port here, as another stack's
+    learner would; None or port 0: a free port on 127.0.0.1."""
+    if not endpoint:
+        return f"tcp://127.0.0.1:{free_port()}"
+    if not endpoint.startswith("tcp://") or ":" not in endpoint[6:]:
+        return endpoint  # ipc://, inproc://: ZeroMQ says what is wrong
+    host, _, port_text = endpoint[6:].rpartition(":")
+    if not port_text.isdigit():
+        return endpoint
+    if int(port_text) == 0:
+        return f"tcp://{host}:{free_port()}" if host in ("127.0.0.1", "localhost") else endpoint
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    bind_host = "" if host in ("*", "0.0.0.0", "::") else host
+    with socket.socket(family) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as ZeroMQ binds
+        try:
+            sock.bind((bind_host, int(port_text)))
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                return endpoint  # not an address of this machine: the learner says so
+            raise ValueError(
+                f"port {port_text} ({option} {endpoint}) is in use on this machine (another "
+                f"stack's learner?): choose another port with {option}, or leave {option} out "
+                "for a free one"
+            ) from None
+    return endpoint
+
+
 @dataclass(frozen=True)
 class LaunchArgument:
     name: str
@@ -47,13 +100,15 @@ COMMON = (
     LaunchArgument("seed", "0", "Seed of the twin's resets, the actor and the learner"),
     LaunchArgument(
         "learner",
-        "tcp://127.0.0.1:5555",
-        "The learner's address (the actor connects, the learner binds)",
+        "",
+        "The learner's address (the actor connects, the learner binds); empty: a free port on "
+        f"127.0.0.1 where this file starts actor and learner, {DEFAULT_LEARNER} otherwise",
     ),
     LaunchArgument(
         "run_dir",
-        "runs/launch",
-        "Learner run in <run_dir>/learner, actor outbox in <run_dir>/actor/outbox",
+        "",
+        "Learner run in <run_dir>/learner, actor outbox in <run_dir>/actor/outbox (empty: "
+        "runs/launch-<task>-<time>-<pid>)",
     ),
     LaunchArgument(
         "total_steps", "", "Environment steps of the run (empty: learner recipe, the actor runs on)"
@@ -71,6 +126,12 @@ ACTOR_ARGS = LaunchArgument(
     "The actor's own options: a config file and/or flags, e.g. '--ros.max-age 0.5' "
     "(the stack's arguments above win)",
 )
+ROS_ARGS = LaunchArgument(
+    "ros_args",
+    "",
+    "ROS options for every node, e.g. '--log-level debug -p name:=value' (as robot-rl up ... "
+    "--ros-args ...)",
+)
 SPEEDUP = LaunchArgument("speedup", "4.0", "Twin only: simulated seconds per wall second")
 HARDWARE = LaunchArgument(
     "hardware", "", "The setup's hardware file (hardware/*.yaml): robot, cameras, driver nodes"
@@ -83,6 +144,8 @@ def arguments_for(mode: str, parts: tuple[str, ...]) -> tuple[LaunchArgument, ..
         arguments.append(SPEEDUP if mode == "sim" else HARDWARE)
     if "actor" in parts:
         arguments.append(ACTOR_ARGS)
+    if "nodes" in parts or "actor" in parts:
+        arguments.append(ROS_ARGS)
     if "learner" in parts:
         arguments.append(LEARNER_ARGS)
     return tuple(arguments)
@@ -96,6 +159,12 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
     if unknown:
         raise ValueError(f"unknown launch arguments {sorted(unknown)}; known: {sorted(known)}")
     v = {**known, **values}
+    if not v["run_dir"]:
+        v["run_dir"] = f"runs/launch-{v['task']}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    if "learner" in parts:  # this launch binds it: a free port, or a given one that is free
+        v["learner"] = learner_endpoint(v["learner"] or None, "learner:=")
+    else:
+        v["learner"] = v["learner"] or DEFAULT_LEARNER
     try:
         config = StackConfig(
             task=v["task"],
@@ -113,7 +182,11 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
         )
     except ValueError as err:
         raise ValueError(f"bad launch argument: {err}") from err
-    return stack_processes(config, parts)
+    processes = stack_processes(config, parts)
+    try:  # the user's ROS options, after each node's own
+        return with_ros_arguments(processes, shlex.split(v.get("ros_args", "")))
+    except ValueError as err:
+        raise ValueError(f"bad launch argument ros_args: {err}") from err
 
 
 def _options(argument: str, text: str):
@@ -212,6 +285,7 @@ def to_actions(processes: list[ProcessSpec]) -> list:
             namespace=spec.namespace,
             parameters=[dict(spec.parameters)],
             remappings=list(spec.remappings),
+            ros_arguments=list(spec.extra_ros_arguments) or None,
             **common,
         )
         actions.append(node)

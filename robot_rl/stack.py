@@ -21,6 +21,7 @@ are imported when a stack is described).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +180,14 @@ class StackConfig:
         return f"{self.mode}-{self.task}"
 
     @property
+    def stack_id(self) -> str:
+        """This stack's name in the actor's hello, which its learner checks: another stack's
+        actor (the same ``actor_id`` on the same task) is refused rather than trained on. Its
+        run folder and learner address make it: two stacks never share either."""
+        where = f"{Path(self.run_dir).absolute()} {self.learner_endpoint}"
+        return f"{self.actor_id}-{hashlib.sha256(where.encode()).hexdigest()[:12]}"
+
+    @property
     def observes_robot_only(self) -> bool:
         """Robot mode: on a robot always."""
         return self.robot_mode or self.mode == "robot"
@@ -215,7 +224,31 @@ def stack_processes(cfg: StackConfig, parts: tuple[str, ...] = PARTS) -> list[Pr
         processes.append(actor_process(cfg, hardware))
     if "learner" in parts:
         processes.append(learner_process(cfg))
+    if {"actor", "learner"} <= set(parts):  # one stack: its learner takes only its own actor
+        processes = [
+            dataclasses.replace(p, config=dataclasses.replace(p.config, stack=cfg.stack_id))
+            if p.role in ("actor", "learner")
+            else p
+            for p in processes
+        ]
     return processes
+
+
+def with_ros_arguments(processes: list[ProcessSpec], ros_args) -> list[ProcessSpec]:
+    """``processes`` with the user's ROS options (``up --ros-args ...``, the launch files'
+    ``ros_args:=``) after each node's own (a plain process, the learner, takes none). The
+    remaps that name or place a node are refused: given to every node, they would give them
+    all one name."""
+    ros_args = tuple(ros_args)
+    for arg in ros_args:
+        if any(f"__{key}:=" in arg for key in ("node", "name", "ns")):
+            raise ValueError(
+                f"--ros-args {arg}: the ROS options go to every node, and each node's name "
+                "and namespace are the stack's (the hardware file's)"
+            )
+    if not ros_args:
+        return processes
+    return [dataclasses.replace(p, extra_ros_arguments=ros_args) for p in processes]
 
 
 def write_config_files(processes: list[ProcessSpec]) -> None:

@@ -141,7 +141,9 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
         return self.with_recipe()[0]
 
     def validate(self) -> None:
-        check_ros_args(self.ros_args)
+        from robot_rl.stack import with_ros_arguments
+
+        with_ros_arguments([], self.ros_args)  # refuses a remap that renames every node
         if self.drivers_only:
             if self.mode != "robot" or not self.hardware:
                 raise ValueError("--drivers-only needs robot mode: up robot --hardware FILE")
@@ -225,17 +227,6 @@ ROS_ARGS_FLAG = "--ros-args"
 (``robot_rl.cli`` splits it off before the options are parsed)."""
 
 
-def check_ros_args(ros_args) -> None:
-    """Refuse the remaps that name or place a node: given to every node, they would give them
-    all one name."""
-    for arg in ros_args:
-        if any(f"__{key}:=" in arg for key in ("node", "name", "ns")):
-            raise ValueError(
-                f"--ros-args {arg}: up gives its ROS options to every node, and each node's "
-                "name and namespace are the stack's (the hardware file's)"
-            )
-
-
 def _absolute(path: str | None) -> str | None:
     return str(Path(path).absolute()) if path else None
 
@@ -260,7 +251,7 @@ def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> lis
 
 def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
     """What ``robot-rl up`` starts (the launch files start the same for the same arguments)."""
-    from robot_rl.stack import StackConfig, stack_processes
+    from robot_rl.stack import StackConfig, stack_processes, with_ros_arguments
 
     cfg = cfg.resolved()
     config = StackConfig(
@@ -283,11 +274,7 @@ def planned_processes(cfg: UpConfig, run_dir: Path, endpoint: str):
         learner=cfg.learner_config(),
         actor=cfg.actor_config(),
     )
-    extra = tuple(cfg.ros_args)  # the user's ROS options reach every node (not the learner)
-    return [
-        dataclasses.replace(spec, extra_ros_arguments=extra) if extra else spec
-        for spec in stack_processes(config)
-    ]
+    return with_ros_arguments(stack_processes(config), cfg.ros_args)  # to every node
 
 
 def operator_interventions(cfg: UpConfig) -> bool:
@@ -313,7 +300,7 @@ def _terminate(*_) -> None:
 
 
 def run(cfg: UpConfig) -> int:
-    from robot_rl.launch_support import check_installed
+    from robot_rl.launch_support import check_installed, learner_endpoint
     from robot_rl.runtime.stack_progress import StackProgress, utd_text
     from robot_rl.runtime.supervisor import Supervisor
     from robot_rl.stack import write_config_files
@@ -326,7 +313,8 @@ def run(cfg: UpConfig) -> int:
         cfg.validate()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_dir = Path(cfg.run_dir or f"runs/up-{cfg.task}-{stamp}").absolute()
-        endpoint = f"tcp://127.0.0.1:{cfg.port or free_port()}"
+        # a free port, or the one asked for, refused in one line when another learner has it
+        endpoint = learner_endpoint(f"tcp://127.0.0.1:{cfg.port}" if cfg.port else None, "--port")
         processes = planned_processes(cfg, run_dir, endpoint)
         check_installed(processes, cfg.hardware)  # a robot's drivers are on PATH
     except ValueError as err:
