@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import importlib.util
-import os
 import shlex
 import shutil
 import socket
@@ -18,6 +17,7 @@ import sys
 import time
 import types
 from dataclasses import dataclass
+from uuid import uuid4
 
 from robot_rl.errors import UserError
 from robot_rl.stack import (
@@ -108,7 +108,7 @@ COMMON = (
         "run_dir",
         "",
         "Learner run in <run_dir>/learner, actor outbox in <run_dir>/actor/outbox (empty: "
-        "runs/launch-<task>-<time>-<pid>)",
+        "runs/launch-<task>-<time>-<random>)",
     ),
     LaunchArgument(
         "total_steps", "", "Environment steps of the run (empty: learner recipe, the actor runs on)"
@@ -160,7 +160,7 @@ def describe(mode: str, parts: tuple[str, ...], values: dict[str, str]) -> list[
         raise ValueError(f"unknown launch arguments {sorted(unknown)}; known: {sorted(known)}")
     v = {**known, **values}
     if not v["run_dir"]:
-        v["run_dir"] = f"runs/launch-{v['task']}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        v["run_dir"] = f"runs/launch-{v['task']}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid4().hex[:6]}"
     if "learner" in parts:  # this launch binds it: a free port, or a given one that is free
         v["learner"] = learner_endpoint(v["learner"] or None, "learner:=")
     else:

@@ -63,6 +63,9 @@ class ActorConfig(ObservationMode, OperatorOptions, RelabelOptions):
     """The ROS 2 backend's namespaces, staleness bounds and timeouts (backend 'ros' only)."""
     actor_id: str | None = None
     """This actor's name (unique per robot); default <hostname>-<task>."""
+    stack: str | None = None
+    """The stack this actor belongs to (``robot-rl up`` and ``ros2 launch`` set it), said in
+    its hello: a learner of another stack refuses it."""
     outbox_dir: str | None = None
     """Where unacknowledged transitions wait; default runs/actors/<actor_id>/outbox. Keep it
     across restarts: that is what makes a restart lose nothing."""
@@ -163,6 +166,8 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         "observation_space": dict_space_to_json(env.observation_space),
         "action_space": box_to_json(env.action_space),
     }
+    if cfg.stack is not None:
+        hello["stack"] = cfg.stack
     keys = (
         ClientKeys(cfg.curve_secret_key, cfg.learner_public_key) if cfg.curve_secret_key else None
     )

@@ -56,6 +56,9 @@ class LearnerConfig(ObservationMode):
     bind: str = "tcp://127.0.0.1:5555"
     """Where actors connect. Anything but loopback needs --curve-secret-key and
     --authorized-keys."""
+    stack: str | None = None
+    """The stack this learner belongs to (``robot-rl up`` and ``ros2 launch`` set it): actors
+    that name another stack in their hello, or none, are refused. None: any actor."""
     curve_secret_key: str | None = None
     """The learner's CURVE secret key file (from `robot-rl keys`)."""
     authorized_keys: str | None = None
@@ -418,6 +421,7 @@ class Learner:
             action_space=self.action_space,
             welcome_info=self._welcome_info(),
             ingest_log=self.ingest_log,
+            stack=cfg.stack,
             cursors=self.cursors,
             keys=keys,
             value_bound=cfg.value_bound,

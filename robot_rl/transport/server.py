@@ -83,10 +83,14 @@ class TransportServer:
         forget_after: float = FORGET_AFTER,
         max_peers: int = MAX_PEERS,
         max_idle: int = MAX_IDLE,
+        stack: str | None = None,
     ):
         """``forget_after``: seconds of silence after which a connection is forgotten;
         ``max_peers``: streaming connections at most; ``max_idle``: connections that have not
-        sent a transition yet, at most (see the module docstring)."""
+        sent a transition yet, at most (see the module docstring). ``stack``: the stack this
+        learner belongs to (``robot-rl up``, ``ros2 launch``); an actor whose hello names
+        another stack, or none, is refused, so that an actor never joins another stack's
+        learner by accident (None: any actor)."""
         if not forget_after > 0 or max_peers < 1 or max_idle < 1:
             raise ValueError(
                 f"forget_after {forget_after} must be > 0, max_peers {max_peers} and "
@@ -105,6 +109,7 @@ class TransportServer:
             "observation_space": dict_space_to_json(observation_space),
             "action_space": box_to_json(action_space),
         }
+        self.stack = stack
         self.welcome_info = welcome_info
         self.ingest_log = ingest_log
         self.run_id = ingest_log.run_id
@@ -303,6 +308,13 @@ class TransportServer:
                 f"this learner speaks {msg.PROTOCOL_VERSION}; update one of them"
             )
         actor = msg.actor_id_of(message)
+        if self.stack is not None and message.get("stack") != self.stack:
+            theirs = message.get("stack")
+            raise WireError(
+                f"this learner belongs to stack {self.stack!r}, the actor to "
+                f"{str(theirs)[:80]!r}: another stack's learner is at this address; give "
+                "each stack its own learner port"
+            )
         theirs = {key: msg.json_like(message.get(key), key) for key in self._identity}
         differences = describe_differences(self._identity, theirs)
         if differences:
