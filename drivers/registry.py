@@ -138,6 +138,14 @@ DEVICES: dict[str, DeviceType] = {
             "the simulated car's forward camera",
             lifecycle=False,
         ),
+        DeviceType(
+            "car_sim_human",
+            "teleop",
+            "robot-rl-car-sim-cell",
+            "robot_rl.sim.cells.car_human",
+            "the simulated car cell's operator, on the gamepad's topics",
+            lifecycle=False,
+        ),
     )
 }
 

@@ -1,11 +1,15 @@
 """`robot-rl record-lap`: a person drives one slow lap; its odometry becomes car_lap's checkpoints.
 
-FastRLAP's setup step. The car's drivers must be up (``robot-rl up`` or the hardware file's
-nodes). This command reads what the car itself publishes (``odom``, ``imu``, the cameras; never a
-``/sim/`` topic), passes the operator's teleop commands (``/teleop/twist``: ``linear.x`` speed,
-``angular.z`` steering, each in [-1, 1] of ``--max-speed`` and the car's steering limit) on to
-``cmd_vel``, and stops the car once the lap has closed: back within ``--close-radius`` of where
-it started after at least ``--min-length`` metres. It writes to ``--out``:
+FastRLAP's setup step. With ``--hardware FILE`` it brings the hardware file's drivers up itself
+(as ``record-demos --hardware`` does: ``robot_rl.runtime.driver_bringup``), waits until each is
+active and stops them at the end; ``--no-start-drivers`` uses drivers that already run
+(``robot-rl up robot --hardware FILE --drivers-only`` in another terminal). Its staleness bounds
+follow the sensors' rates in the hardware file, as ``up robot``'s do. This command reads what
+the car itself publishes (``odom``, ``imu``, the cameras; never a ``/sim/`` topic), passes the
+operator's teleop commands (``/teleop/twist``: ``linear.x`` speed, ``angular.z`` steering, each
+in [-1, 1] of ``--max-speed`` and the car's steering limit) on to ``cmd_vel``, and stops the
+car once the lap has closed: back within ``--close-radius`` of where it started after at least
+``--min-length`` metres. It writes to ``--out``:
 
 - ``lap.mcap``: every control step's ``/car/odom``, ``/car/imu``, the command (``/car/cmd_vel``)
   and the camera images (ROS 2 encoding; ``ros2 bag info`` and Foxglove open it), written as it
@@ -57,6 +61,13 @@ class RecordLapConfig:
     """Seconds after which a teleop command counts as none (the car is told to stop)."""
     control_hz: float = 10.0
     """Rate of the recording and of the commands."""
+    start_drivers: bool = True
+    """With --hardware: start the hardware file's driver nodes (as `up robot` does), wait until
+    each is active, stop them at the end; --no-start-drivers uses nodes that already run."""
+    ready_timeout: float = 120.0
+    """With --hardware: seconds for every driver node to become active."""
+    grace: float = 20.0
+    """With --hardware: seconds between SIGINT and SIGKILL when stopping the drivers."""
     ros: RosBackendConfig = field(default_factory=lambda: RosBackendConfig(use_sim_time=False))
     """The ROS 2 backend's namespaces, staleness bounds and timeouts (--hardware sets the
     namespaces); ``--ros.use-sim-time True`` for a twin publishing /clock."""
@@ -70,6 +81,8 @@ class RecordLapConfig:
             "max_speed",
             "teleop_max_age",
             "control_hz",
+            "ready_timeout",
+            "grace",
         ):
             if not getattr(self, name) > 0:
                 raise UserError(f"--{name.replace('_', '-')} must be > 0")
@@ -89,13 +102,17 @@ def backend_config(config: RecordLapConfig) -> tuple[RosBackendConfig, tuple[str
         raise UserError(
             f"{config.hardware}: record-lap drives a car; its robot kind is {hardware.robot_kind!r}"
         )
+    from robot_rl.stack import hardware_ros_config
+
     namespaces = {**hardware.cameras, **ros.camera_namespaces}
     cameras = tuple(hardware.cameras) if cameras is None else tuple(cameras)
     unknown = set(cameras) - set(namespaces)
     if unknown:
         raise UserError(f"{config.hardware} has no camera {sorted(unknown)[0]!r}")
+    given = ros.namespace  # an option given here wins over the hardware file's
+    ros = hardware_ros_config(ros, hardware, cameras)  # bounds from the sensors' rates
     ros = dataclasses.replace(
-        ros, namespace=ros.namespace or hardware.robot_namespace, camera_namespaces=namespaces
+        ros, namespace=given or hardware.robot_namespace, camera_namespaces=namespaces
     )
     return ros, cameras
 
@@ -113,7 +130,30 @@ def operator_command(teleop, reading, max_age: float) -> tuple[float, float]:
 
 
 def run(config: RecordLapConfig, teleop=None) -> int:
-    """Record; ``teleop``: a ``TeleopSource`` (tests) instead of the /teleop topics."""
+    """Record; ``teleop``: a ``TeleopSource`` (tests) instead of the /teleop topics. With
+    ``--hardware`` (and without ``--no-start-drivers``) the drivers run for the recording."""
+    config.check()
+    out = Path(config.out or f"laps/{time.strftime('%Y%m%d-%H%M%S')}")
+    if (out / "checkpoints.json").exists():
+        raise UserError(f"{out} already holds a checkpoints.json; choose another --out")
+    if config.hardware is None or not config.start_drivers:
+        return _record(config, out, teleop)
+    from robot_rl.runtime.driver_bringup import drivers_up
+
+    backend_config(config)  # a wrong hardware file or camera fails before anything starts
+    console = Console(soft_wrap=True)
+    with drivers_up(
+        config.hardware,
+        out / "logs",
+        console,
+        ready_timeout=config.ready_timeout,
+        grace=config.grace,
+    ):
+        return _record(config, out, teleop)
+
+
+def _record(config: RecordLapConfig, out: Path, teleop=None) -> int:
+    """Drive and record one lap on drivers that are up; write the checkpoints."""
     from robot_rl.data.lap_checkpoints import (
         LapWatcher,
         checkpoints_from_lap,
@@ -126,11 +166,7 @@ def run(config: RecordLapConfig, teleop=None) -> int:
     from robot_rl.ros.backend import RosCarBackend
 
     console = Console(soft_wrap=True)
-    config.check()
     ros, cameras = backend_config(config)
-    out = Path(config.out or f"laps/{time.strftime('%Y%m%d-%H%M%S')}")
-    if (out / "checkpoints.json").exists():
-        raise UserError(f"{out} already holds a checkpoints.json; choose another --out")
     task = make_task(
         "car_lap", cameras=cameras, image_size=config.image_size, control_hz=config.control_hz
     )
@@ -150,7 +186,8 @@ def run(config: RecordLapConfig, teleop=None) -> int:
         except StaleReadingError as error:
             raise UserError(
                 f"the car is not publishing ({error}): bring its drivers up first "
-                "(robot-rl up, or the hardware file's nodes)"
+                "(leave out --no-start-drivers, or robot-rl up robot --hardware FILE "
+                "--drivers-only)"
             ) from None
         log = LapLog(out / "lap.mcap", backend.namespace, ros.camera_namespaces, cameras)
         watcher = LapWatcher(
@@ -207,10 +244,14 @@ def run(config: RecordLapConfig, teleop=None) -> int:
         recorded=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         how="robot-rl record-lap",
     )
+    train = (
+        f"robot-rl up robot --hardware {config.hardware} --task car_lap"
+        if config.hardware is not None
+        else "robot-rl train --task car_lap"
+    )
     console.print(
         f"[bold]lap closed[/]: {watcher.length:.1f} m in {steps / config.control_hz:.1f} s, "
-        f"{len(points)} checkpoints in {path}; train with: robot-rl train --task car_lap "
-        f"--checkpoints {path}"
+        f"{len(points)} checkpoints in {path}; train with: {train} --checkpoints {path}"
     )
     return 0
 

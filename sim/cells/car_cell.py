@@ -3,8 +3,9 @@ would meet the FastRLAP car (``hardware/car_sim.yaml``).
 
     robot-rl-car-sim-cell --ros-args -r __ns:=/sim -p port:=/tmp/robot_rl_car_sim/vesc
     robot-rl-car-sim-cell --ros-args -r __ns:=/front_cam -p part:=camera
+    robot-rl-car-sim-cell --ros-args -r __ns:=/teleop -p part:=human -p mode:=drive
 
-One console script, two parts (the ``part`` parameter), each a process of its own:
+One console script, three parts (the ``part`` parameter), each a process of its own:
 
 - ``world`` (this module): the car twin's physics behind a VESC on a pseudo-terminal
   (``car_world``): the VESC node opens ``port`` (a symlink to the pty, as udev gives /dev/vesc)
@@ -14,6 +15,9 @@ One console script, two parts (the ``part`` parameter), each a process of its ow
   exists it brings up the driver nodes named in ``manage`` (``bringup``): a car is powered on
   before its driver connects.
 - ``camera`` (``car_camera``): the car's forward camera, rendered from that world.
+- ``human`` (``car_human``): the simulated operator at the gamepad, on ``/teleop/twist`` and
+  ``/teleop/joy``: drives the slow lap for ``record-lap`` (``mode: drive``) or watches the
+  car practise (``mode: watch``).
 
 The ``calibration`` fields (gear ratio, wheel radius, poles, servo) must equal the VESC node's.
 Stamps are wall time, as a car's are.
@@ -40,7 +44,7 @@ from robot_rl.sim.cells.cell_process import part_field as cell_part_field
 STATE_TOPIC = "/sim/car/state"
 """Float64MultiArray: [wall stamp, qpos...] of the car's world, for its camera."""
 COLLISION_TOPIC = "/sim/collision"
-PARTS = ("world", "camera")
+PARTS = ("world", "camera", "human")
 
 
 def part_field(default: str):
@@ -133,15 +137,19 @@ class CarWorldNode(Node):
 def main(args: list[str] | None = None) -> None:
     if help_asked(args):  # before the VESC peer opens its pty
         from robot_rl.sim.cells.car_camera import CarCameraNode
+        from robot_rl.sim.cells.car_human import CarHumanNode
 
-        parts = {"world": CarWorldNode, "camera": CarCameraNode}
+        parts = {"world": CarWorldNode, "camera": CarCameraNode, "human": CarHumanNode}
         titles = {f"parameters of -p part:={name}": cls for name, cls in parts.items()}
         print(node_help(CarWorldNode, titles))
         sys.exit(0)
-    if chosen_part(args, PARTS) == "world":
+    part = chosen_part(args, PARTS)
+    if part == "world":
         factory = CarWorldNode
-    else:
+    elif part == "camera":
         from robot_rl.sim.cells.car_camera import CarCameraNode as factory
+    else:
+        from robot_rl.sim.cells.car_human import CarHumanNode as factory
     sys.exit(run_node(factory, args))
 
 

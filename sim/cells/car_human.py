@@ -1,0 +1,236 @@
+"""The simulated car cell's operator: a person at the gamepad who can see the car on its track.
+
+It publishes ``/teleop/twist`` and ``/teleop/joy`` exactly as the gamepad node does (the teleop
+contract, docs/ARCHITECTURE.md: ``linear.x`` the left stick's speed deflection and ``angular.z``
+the right stick's steering deflection, each in [-1, 1]; ``Joy.axes`` the same six twist values;
+``Joy.buttons`` the contract's five, button 0 the held RB that intervenes; the released frame,
+all zeros, while hands are off), stamped with wall time, at ``rate_hz``, so ``record-lap`` and the
+actor take it through the same ``RosTeleopSource`` that reads a real pad.
+
+What a person sees is where the car is on the track: it reads the world's ground truth
+(``/sim/car/state``, which only the cell's own parts and evaluation read; the robot never does)
+and decides once per control period, on the task's rate, what to do with the sticks, steering as
+the scripted car expert steers (``sim/experts/car_lap.CarLapExpert``: pure pursuit on the
+track's centreline, at the slow lap's constant ``speed``). Its speed on the pad is the car's
+speed through the world's poses (a person sees how fast the car goes). What it does is its
+``mode``, as a person decides what they are doing (set in the hardware file, or while it runs:
+``ros2 param set /teleop/simulated_human mode drive``):
+
+- ``drive`` (for ``record-lap``): drive one slow, clean lap after another, holding RB, the
+  speed stick at ``speed`` / ``max_speed`` (``max_speed``: the speed a full deflection means to
+  the command it drives for: record-lap's ``--max-speed``);
+- ``watch`` (for ``up robot`` and ``eval``: FastRLAP's autonomous practice): hands off, the
+  released frame; with ``correct_offset`` > 0 it steps in when the car has come that far off
+  the centreline (about to hit a wall), holds RB and drives the expert's action in the task's
+  action space (what the actor's intervention takes from the sticks) until the car is back
+  within half of it, for at most ``takeover_steps`` control periods each time and
+  ``total_share`` of all periods.
+
+    robot-rl-car-sim-cell --ros-args -r __ns:=/teleop -p part:=human -p mode:=drive
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import TwistStamped
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from sensor_msgs.msg import Joy
+from std_msgs.msg import Float64MultiArray
+
+from robot_rl.drivers.config import one_of, param, positive
+from robot_rl.ros import convert
+from robot_rl.ros.node_base import declare_config, main_for
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, state_qos, teleop_qos
+from robot_rl.ros.teleop_contract import INTERVENE_BUTTON, JOY_BUTTONS, JOY_TOPIC, TWIST_TOPIC
+from robot_rl.sim.cells.car_cell import STATE_TOPIC, part_field
+
+MODES = ("drive", "watch")
+"""What the operator is doing (the ``mode`` parameter): module docstring."""
+
+_share = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
+_at_least_one = (lambda v: v >= 1, "must be >= 1")
+_not_negative = (lambda v: v >= 0.0, "must be >= 0")
+
+
+@dataclass(frozen=True)
+class CarHumanConfig:
+    part: str = part_field("human")
+    mode: str = param(
+        "watch",
+        "what the operator does: 'drive' (slow clean laps, RB held: record-lap), 'watch' "
+        "(hands off; corrections with correct_offset > 0: up robot, eval); settable while it runs",
+        one_of(*MODES),
+    )
+    speed: float = param(1.0, "drive: the slow lap's speed (m/s)", positive)
+    max_speed: float = param(
+        1.5,
+        "drive: the speed (m/s) a full deflection of the speed stick means: record-lap's "
+        "--max-speed",
+        positive,
+    )
+    rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz)", positive)
+    control_hz: float = param(10.0, "how often it decides (Hz): the task's control rate", positive)
+    max_age: float = param(
+        0.5, "the operator acts only on a world state younger than this (s, by arrival)", positive
+    )
+    correct_offset: float = param(
+        0.0,
+        "watch: step in when the car is this far (m) off the centreline (the corridor's "
+        "half-width is 0.7); 0 = never (hands off)",
+        _not_negative,
+    )
+    takeover_steps: int = param(20, "watch: most control periods of one correction", _at_least_one)
+    total_share: float = param(
+        0.2, "watch: most corrected periods over the run, as a share", _share
+    )
+
+
+def _pose(qpos: np.ndarray) -> np.ndarray:
+    """x, y, yaw of the car's free joint (qpos[0:3] position, qpos[3:7] quaternion w x y z)."""
+    w, x, y, z = qpos[3:7]
+    return np.array([qpos[0], qpos[1], math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))])
+
+
+class CarHumanNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("simulated_human", **kwargs)
+        self.config = c = declare_config(self, CarHumanConfig)
+        from robot_rl.envs.task import make_task
+        from robot_rl.sim.car_track import DEFAULT_TRACK, centreline
+        from robot_rl.sim.experts.car_lap import CarLapExpert
+
+        self.task = make_task("car_lap")
+        self.expert = CarLapExpert(self.task, demo_speed=c.speed)
+        self.line = centreline(DEFAULT_TRACK)
+        self.mode = c.mode
+        self._seen: tuple[float, np.ndarray, float] | None = None  # (stamp, pose, arrival)
+        self._speed = 0.0
+        self._sticks: np.ndarray | None = None  # (speed, steering) deflections; None: hands off
+        self._correcting = 0
+        self.periods = self.corrected = self.takeovers = 0
+        self.create_subscription(Float64MultiArray, STATE_TOPIC, self._on_state, state_qos())
+        self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
+        self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
+        self.create_timer(1.0 / c.control_hz, self._decide)
+        self.create_timer(1.0 / c.rate_hz, self._publish)
+        self.create_timer(1.0, self._publish_diagnostics)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        """``mode`` may change while the node runs; the others take effect at start only."""
+        for parameter in parameters:
+            if parameter.name != "mode" and parameter.name in CarHumanConfig.__dataclass_fields__:
+                return SetParametersResult(
+                    successful=False, reason=f"{parameter.name} is set at start only"
+                )
+            if parameter.name == "mode" and parameter.value not in MODES:
+                return SetParametersResult(
+                    successful=False,
+                    reason=f"mode must be one of {', '.join(MODES)}, got {parameter.value!r}",
+                )
+        for parameter in parameters:
+            if parameter.name == "mode" and parameter.value != self.mode:
+                self.get_logger().info(f"mode: {parameter.value}")
+                self.mode, self._sticks, self._correcting = parameter.value, None, 0
+        return SetParametersResult(successful=True)
+
+    def _on_state(self, msg: Float64MultiArray) -> None:
+        with contextlib.suppress(ValueError, IndexError):  # a malformed message shows nothing
+            data = np.asarray(msg.data, np.float64)
+            stamp, pose = float(data[0]), _pose(data[1:8])
+            if not np.all(np.isfinite(pose)):
+                return
+            previous = self._seen
+            if previous is not None and stamp > previous[0]:
+                travelled = pose[:2] - previous[1][:2]
+                heading = np.array([math.cos(pose[2]), math.sin(pose[2])])
+                speed = float(travelled @ heading) / (stamp - previous[0])
+                self._speed = 0.7 * self._speed + 0.3 * speed  # what the eye makes of it
+            self._seen = (stamp, pose, time.monotonic())
+
+    def _pose_now(self) -> np.ndarray | None:
+        seen = self._seen
+        if seen is None or time.monotonic() - seen[2] > self.config.max_age:
+            return None
+        return seen[1]
+
+    def _decide(self) -> None:
+        pose = self._pose_now()
+        if pose is None:  # nothing to see: hands off
+            self._sticks = None
+            return
+        self.periods += 1
+        action = self.expert.act({"pose": pose, "velocity": np.array([self._speed, 0.0, 0.0])})
+        if self.mode == "drive":
+            task = self.task
+            speed = task.min_speed + (action[0] + 1) / 2 * (task.max_speed - task.min_speed)
+            self._sticks = np.array([min(speed / self.config.max_speed, 1.0), action[1]])
+            return
+        self._sticks = action.astype(np.float64) if self._watch_corrects(pose) else None
+
+    def _watch_corrects(self, pose: np.ndarray) -> bool:
+        """Watch mode: whether this period is a correction (and count it)."""
+        c = self.config
+        if c.correct_offset <= 0:
+            return False
+        offset = float(np.linalg.norm(self.line.points[self.line.nearest(pose[:2])] - pose[:2]))
+        if self._correcting > 0:
+            self._correcting -= 1
+            if offset < c.correct_offset / 2:
+                self._correcting = 0
+        elif offset > c.correct_offset and self.corrected < c.total_share * self.periods:
+            self._correcting = c.takeover_steps
+            self.takeovers += 1
+        self.corrected += int(self._correcting > 0)
+        return self._correcting > 0
+
+    def _publish(self) -> None:
+        sticks = self._sticks
+        twist = TwistStamped()
+        twist.header = convert.header(time.time(), "base")
+        buttons = [0] * JOY_BUTTONS
+        if sticks is not None:
+            twist.twist.linear.x = float(np.clip(sticks[0], -1.0, 1.0)) + 0.0
+            twist.twist.angular.z = float(np.clip(sticks[1], -1.0, 1.0)) + 0.0
+            buttons[INTERVENE_BUTTON] = 1  # RB held while its hands are on the sticks
+        t = twist.twist
+        joy = Joy()
+        joy.header = twist.header
+        joy.axes = [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
+        joy.buttons = buttons
+        self._twist_pub.publish(twist)
+        self._joy_pub.publish(joy)
+
+    def _publish_diagnostics(self) -> None:
+        sees = self._pose_now() is not None
+        doing = {"drive": "driving", "watch": "correcting"}
+        level, message = (
+            (DiagnosticStatus.OK, doing[self.mode] if self._sticks is not None else "watching")
+            if sees
+            else (DiagnosticStatus.WARN, "cannot see the car")
+        )
+        values = {
+            "mode": self.mode,
+            "periods": str(self.periods),
+            "takeovers": str(self.takeovers),
+            "corrected": str(self.corrected),
+            "speed_seen": f"{self._speed:.2f}",
+        }
+        self._diag_pub.publish(
+            convert.diagnostic_array(
+                self, level, message, "car-sim-cell/operator", values, time.time()
+            )
+        )
+
+
+CONFIG = CarHumanConfig
+NODE = CarHumanNode
+main = main_for(CarHumanNode)  # the console script is car_cell's (part:=...)
