@@ -14,6 +14,7 @@ gamepad does not read the actor's terminal, so an operator's display (``ros2 top
 
 from __future__ import annotations
 
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Joy
 from std_msgs.msg import String
 
@@ -24,8 +25,18 @@ from robot_rl.ros.teleop_contract import JOY_TOPIC, REJECT_BUTTON, SUCCESS_BUTTO
 
 QUERY_TOPIC = "/operator/query"
 """Where the open questions to the operator are shown (std_msgs/String)."""
-QUERY_DEPTH = 10
-"""Reliable, keep last 10: an opening and its closing may follow each other closely."""
+
+
+def query_qos() -> QoSProfile:
+    """Reliable, keep last 10 (an opening and its closing may follow each other closely),
+    transient local: a display that joins late, or whose match with the actor completes just
+    after a question was shown, still gets the newest lines."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=10,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
 
 
 class JoyOperator(OperatorInput):
@@ -46,7 +57,7 @@ class JoyOperator(OperatorInput):
         self._down = dict.fromkeys(self.buttons, False)
         self._background = BackgroundNode(node_name, [(Joy, topic, self._on_joy, teleop_qos())])
         self.node = self._background.node
-        self._query_pub = self.node.create_publisher(String, QUERY_TOPIC, QUERY_DEPTH)
+        self._query_pub = self.node.create_publisher(String, QUERY_TOPIC, query_qos())
 
     def _on_joy(self, msg: Joy) -> None:
         for event, index in self.buttons.items():

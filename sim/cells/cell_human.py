@@ -15,8 +15,11 @@ reach, and the hand is out of the way, it asks the world to put the cube at a ne
 (``/sim/reset_objects``). And it says when the task is done: seeing it done (the cube held above
 the table, whoever lifted it) it presses the success button once (``SuccessPress``), so ``up
 robot --hardware hardware/fr3_sim.yaml --operator joy`` has a success source, as a cell with a
-person at a gamepad would. It never presses reject: a reward classifier's false success goes
-unanswered, which the relabeller counts as a reject.
+person at a gamepad would. It answers the actor's questions as such a person does
+(``answer_questions``; ``sim/cells/operator_answers.py``): when ``/operator/query`` shows that
+the reward classifier's success awaits an answer, it looks at the cube and, after a person's
+reaction time, presses reject (button 4) if the task is not done, success if it is; the arm
+never waits on it.
 
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human
 """
@@ -32,6 +35,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState, Joy
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from robot_rl.drivers.config import param, positive
@@ -98,6 +102,13 @@ class CellHumanConfig:
         "time it sees the task done",
     )
     success_press_s: float = param(0.3, "how long one success press is held (s)", positive)
+    answer_questions: bool = param(
+        True,
+        "answer the actor's questions on /operator/query (the classifier's success): reject "
+        "when it sees the task not done, success when done, after answer_delay_min..max s",
+    )
+    answer_delay_min: float = param(0.5, "shortest reaction time to a question (s)", positive)
+    answer_delay_max: float = param(2.0, "longest reaction time to a question (s)", positive)
 
 
 class CellHumanNode(Node):
@@ -147,6 +158,7 @@ class CellHumanNode(Node):
         self.create_timer(1.0 / self.task.control_hz, self._decide)
         self.create_timer(1.0 / c.rate_hz, self._publish)
         self.create_timer(1.0, self._publish_diagnostics)
+        self._start_answering()
 
     def _keep(self, key: str, extract):
         def keep(msg) -> None:
@@ -220,11 +232,50 @@ class CellHumanNode(Node):
             buttons[INTERVENE_BUTTON] = 1
             buttons[CLOSE_BUTTON], buttons[OPEN_BUTTON] = int(grip > 0.5), int(grip < -0.5)
         buttons[SUCCESS_BUTTON] = int(self.success_press.down(time.monotonic()))
+        self._press_answers(buttons)
         t = twist.twist
         joy.axes = [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
         joy.buttons = buttons
         self._twist_pub.publish(twist)
         self._joy_pub.publish(joy)
+
+    def _start_answering(self) -> None:
+        """Watch /operator/query and answer its questions (sim/cells/operator_answers.py)."""
+        from robot_rl.ros.operator_buttons import QUERY_TOPIC, query_qos
+        from robot_rl.sim.cells.operator_answers import QuestionAnswerer
+
+        c = self.config
+        self.answers = None
+        if not c.answer_questions:
+            return
+        try:
+            self.answers = QuestionAnswerer(
+                np.random.default_rng(c.seed + 1),
+                (c.answer_delay_min, c.answer_delay_max),
+                c.success_press_s,
+            )
+        except ValueError as error:
+            raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+        self.create_subscription(String, QUERY_TOPIC, self._on_query, query_qos())
+
+    def _on_query(self, msg: String) -> None:
+        reading = self._reading()
+        done = None if reading is None else bool(self.task.success(reading))
+        self.answers.on_line(msg.data, done, time.monotonic())
+
+    def _press_answers(self, buttons: list[int]) -> None:
+        from robot_rl.rewards.operator_input import REJECT, SUCCESS
+        from robot_rl.ros.teleop_contract import REJECT_BUTTON
+
+        if self.answers is None:
+            return
+        now = time.monotonic()
+        self.answers.watch_success_button(self.success_press.down(now), now)
+        if self.answers.update(now) is not None:
+            self.get_logger().info(f"answered the actor's question: {self.answers.answered}")
+        for event, button in ((SUCCESS, SUCCESS_BUTTON), (REJECT, REJECT_BUTTON)):
+            if self.answers.down(event, now):
+                buttons[button] = 1
 
     def _publish_diagnostics(self) -> None:
         human = self.human
