@@ -91,6 +91,7 @@ def test_doctor_json_has_every_item(doctor_report):
         "mujoco",
         "rendering",
         "rclpy",
+        "ros2 launch",
         "pyrealsense2",
         "cameras",
         "teleop",
@@ -105,6 +106,29 @@ def test_doctor_gives_a_fix_for_everything_not_ok(doctor_report):
     for name, entry in doctor_report["checks"].items():
         if entry["status"] != "ok":
             assert entry["fix"], f"{name} is {entry['status']} but has no fix command"
+
+
+def test_doctor_in_a_fresh_shell_renders_as_robot_rl_would():
+    """No MUJOCO_GL, no display, no AMENT_PREFIX_PATH: robot_rl picks EGL itself, so doctor
+    renders with it (no false alarm), and names the prefix for ros2 launch."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM",
+           "DISPLAY", "WAYLAND_DISPLAY", "AMENT_PREFIX_PATH")}  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "robot_rl.cli", "doctor", "--json"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    checks = json.loads(proc.stdout)["checks"]
+    rendering = checks["rendering"]
+    assert rendering["backend"] == "egl", rendering
+    assert "glfw" not in rendering["detail"]
+    if rendering["status"] != "ok":  # no EGL library here: the fix names what is missing
+        assert rendering["fix"], rendering
+    launch = checks["ros2 launch"]
+    if launch["status"] == "missing" and "AMENT_PREFIX_PATH" in launch["detail"]:
+        assert f"AMENT_PREFIX_PATH={sys.prefix}" in launch["fix"]
 
 
 @pytest.mark.parametrize(

@@ -27,8 +27,11 @@ SUDO = "" if not hasattr(os, "geteuid") or os.geteuid() == 0 else "sudo "
 FIX_JAX = "pip install -e ."
 FIX_CUDA = "pip install -e '.[cuda]'"
 FIX_MUJOCO = "pip install -e '.[sim]'"
-FIX_RENDERING = (
-    f"{SUDO}apt-get install -y libegl1 libegl-mesa0 libgl1-mesa-dri && export MUJOCO_GL=egl"
+EGL_DEBS = ("libegl1", "libegl-mesa0", "libgl1-mesa-dri")
+FIX_RENDERING = f"{SUDO}apt-get install -y {' '.join(EGL_DEBS)}"
+FIX_GL_DRIVER = (
+    "the EGL libraries are installed: check the GPU driver (nvidia-smi), or try MUJOCO_GL=osmesa "
+    f"({SUDO}apt-get install -y libosmesa6)"
 )
 FIX_ROS = (
     "pip install ros-rclpy ros-rmw-fastrtps-cpp ros-std-msgs ros-sensor-msgs ros-geometry-msgs "
@@ -36,9 +39,13 @@ FIX_ROS = (
 )
 FIX_LIBUSB = f"{SUDO}apt-get install -y libusb-1.0-0"
 FIX_REALSENSE = f"pip install pyrealsense2 && {FIX_LIBUSB}"
-FIX_TORCH = "pip install -e '.[torch]'  # pins torch==2.13.0"
+FIX_TORCH = "pip install -e '.[torch]'"
 FIX_HARDWARE = "pip install -e '.[hardware,ros]'"
-FIX_ONEDNN = f"{SUDO}apt-get install -y g++ && pip install -e ."
+FIX_ONEDNN = f"{SUDO}apt-get install -y g++ && pip install -e '.[cpu-fast]'"
+FIX_LAUNCH = (
+    "README.md, ROS 2, 'Getting ros2 launch': source a ROS 2 installation, or the launch "
+    "wheels in ../shared/wheels/ros2-launch and bash scripts/setup.sh"
+)
 
 # A probe prints its result as the last line starting with this, after any library chatter.
 MARKER = "ROBOT_RL_DOCTOR_PROBE "
@@ -106,12 +113,22 @@ def probe_jax() -> dict[str, Any]:
 
 
 def probe_torch() -> dict[str, Any]:
-    try:
-        import torch
-    except ModuleNotFoundError:
+    """torch's version and build, read from its files: importing torch takes seconds and
+    doctor should not (the build says CUDA or CPU; a CUDA build without a GPU is still fine)."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
         return _missing("torch (optional: loading PyTorch encoders)", FIX_TORCH)
-    cuda = "CUDA available" if torch.cuda.is_available() else "CPU only"
-    return {"status": "ok", "detail": f"{torch.__version__}, {cuda}", "version": torch.__version__}
+    version = _dist_version("torch") or "?"
+    try:
+        text = (Path(spec.submodule_search_locations[0]) / "version.py").read_text()
+        match = re.search(r"^cuda[^=]*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    except OSError:
+        match = None
+    build = f"CUDA {match.group(1)} build" if match else "CPU build"
+    return {"status": "ok", "detail": f"{version}, {build}", "version": version}
 
 
 def _cpu_bf16_units() -> str:
@@ -163,13 +180,45 @@ _TINY_MJCF = """
 """
 
 
+def _missing_debs(packages: tuple[str, ...]) -> list[str] | None:
+    """Which of these Debian packages are not installed (None: no dpkg to ask)."""
+    if shutil.which("dpkg-query") is None:
+        return None
+    missing = []
+    for package in packages:
+        status = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Status}", package],
+            capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+        ).stdout  # fmt: skip
+        if status.strip() != "install ok installed":
+            missing.append(package)
+    return missing
+
+
 def probe_rendering() -> dict[str, Any]:
+    given = os.environ.get("MUJOCO_GL")
+    # the backend robot_rl's twin would use here: it picks EGL itself on a headless machine
+    # (robot_rl.sim), so a fresh shell without MUJOCO_GL is no alarm
+    import robot_rl.sim  # noqa: F401
+
     gl = os.environ.get("MUJOCO_GL")
-    setting = f"MUJOCO_GL={gl}" if gl else "MUJOCO_GL unset, so glfw: needs a display"
+    if given:
+        setting = f"MUJOCO_GL={gl}"
+    elif gl:
+        setting = f"MUJOCO_GL unset: robot_rl uses {gl} (no display)"
+    else:
+        setting = "MUJOCO_GL unset: glfw on this display"
     facts = {"backend": gl or "glfw"}
 
     def failed(detail: str) -> dict[str, Any]:
-        return {"status": "error", "detail": detail, "fix": FIX_RENDERING, **facts}
+        fix = FIX_RENDERING
+        if (gl or "glfw") == "egl":
+            missing = _missing_debs(EGL_DEBS)
+            if missing == []:
+                fix = FIX_GL_DRIVER
+            elif missing:
+                fix = f"{SUDO}apt-get install -y {' '.join(missing)}"
+        return {"status": "error", "detail": detail, "fix": fix, **facts}
 
     try:
         # mujoco loads its GL backend at import, so a broken MUJOCO_GL can fail right here.
@@ -223,6 +272,37 @@ def probe_rclpy() -> dict[str, Any]:
     return {"status": "ok", "detail": detail, "rmw": rmw, "version": version}
 
 
+def probe_launch() -> dict[str, Any]:
+    """``ros2 launch robot_rl ...``: the ros2 CLI beside this Python, launch_ros importable
+    (with robot_rl's composition_interfaces stand-in where no ROS 2 installation has it) and
+    robot_rl in the ament index (``AMENT_PREFIX_PATH``). Nothing is launched."""
+    ros2 = shutil.which("ros2", path=str(Path(sys.executable).parent)) or shutil.which("ros2")
+    try:
+        from robot_rl.launch_support import provide_composition_interfaces
+
+        stand_in = provide_composition_interfaces()
+        import launch_ros.actions  # noqa: F401
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    except ImportError as err:
+        return _missing(f"the ROS 2 launch tooling (optional: ros2 launch; {err})", FIX_LAUNCH)
+    if ros2 is None:
+        return _missing("the ros2 CLI (optional: ros2 launch)", FIX_LAUNCH)
+    try:
+        prefix = get_package_prefix("robot_rl")
+    except (PackageNotFoundError, LookupError, ValueError, OSError):
+        here = Path(sys.prefix)
+        if (here / "share/ament_index/resource_index/packages/robot_rl").exists():
+            detail = f"robot_rl is indexed under {here}, which AMENT_PREFIX_PATH does not name"
+            fix = f"export AMENT_PREFIX_PATH={here}${{AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}}"
+        else:
+            detail = "robot_rl is in no ament index (an editable install has no share/ files)"
+            fix = "pip install . (a wheel carries them), or source scripts/setup.sh (links them)"
+        return {"status": "missing", "detail": f"ros2 launch is there, but {detail}", "fix": fix}
+    where = " (composition_interfaces: robot_rl's stand-in)" if stand_in else ""
+    detail = f"{ros2}, robot_rl under {prefix}{where}"
+    return {"status": "ok", "detail": detail, "ros2": ros2, "prefix": prefix}
+
+
 def probe_pyrealsense2() -> dict[str, Any]:
     try:
         import pyrealsense2 as rs
@@ -274,6 +354,7 @@ PROBES: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
     "mujoco": (probe_mujoco, FIX_MUJOCO),
     "rendering": (probe_rendering, FIX_RENDERING),
     "rclpy": (probe_rclpy, FIX_ROS),
+    "ros2 launch": (probe_launch, FIX_LAUNCH),
     "pyrealsense2": (probe_pyrealsense2, FIX_REALSENSE),
     "cameras": (partial(_discover, ("realsense", "opencv_camera")), FIX_HARDWARE),
     "teleop": (partial(_discover, ("spacemouse", "gamepad")), FIX_HARDWARE),
