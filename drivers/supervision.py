@@ -31,13 +31,43 @@ least a few diagnostics periods, so a 1 Hz reader cannot miss it)."""
 
 def describe(error: BaseException) -> str:
     """``TypeName: first line of the message``: what a fault report says."""
+    kind = type(error)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    return f"{name}: {text[0]}" if text else name
 
 
 def _quiet(log: Callable[[str, str], None], level: str, message: str) -> None:
     with contextlib.suppress(Exception):  # logging fails while the process shuts down
         log(level, message)
+
+
+class FaultLog:
+    """The faults of one thread or callback: how many, the last one's report and when. A
+    driver whose I/O runs in a ROS timer rather than a thread of its own (the teleop nodes)
+    applies the same rule with this alone: stop, ``record``, restart the connection."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.faults = 0
+        self.last_fault = ""
+        self.last_fault_at: float | None = None
+        """Monotonic time of the last fault, or None."""
+
+    def record(self, error: BaseException, stopped: str = "actuator stopped") -> str:
+        self.faults += 1
+        self.last_fault_at = time.monotonic()
+        self.last_fault = f"{self.name} failed ({describe(error)}): {stopped}, restarting"
+        return self.last_fault
+
+    def recent(self, within: float = FAULT_SHOWN_S) -> str | None:
+        """The last fault's report if it came within ``within`` seconds, else None."""
+        if self.last_fault_at is not None and time.monotonic() - self.last_fault_at < within:
+            return self.last_fault
+        return None
+
+    def fields(self) -> dict[str, str]:
+        return {"thread_faults": str(self.faults), "last_fault": self.last_fault}
 
 
 class SupervisedLoop:
@@ -69,11 +99,8 @@ class SupervisedLoop:
         self._running = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self.faults = 0
+        self.log = FaultLog(f"{name} thread")
         self.restarts = 0
-        self.last_fault = ""
-        self.last_fault_at: float | None = None
-        """Monotonic time of the last fault, or None."""
         self.restarting = False
         """True from a fault until the restart succeeded: the actuator must stay stopped."""
         self.heartbeat = time.monotonic()
@@ -104,14 +131,20 @@ class SupervisedLoop:
         thread): the watchdog of another thread stops the actuator."""
         return self.running and time.monotonic() - self.heartbeat > bound
 
+    @property
+    def faults(self) -> int:
+        return self.log.faults
+
+    @property
+    def last_fault(self) -> str:
+        return self.log.last_fault
+
     def recent_fault(self, within: float = FAULT_SHOWN_S) -> str | None:
         """The last fault's report if it came within ``within`` seconds or the work has not
         restarted since, else None."""
-        if self.last_fault_at is None:
-            return None
-        if self.restarting or time.monotonic() - self.last_fault_at < within:
-            return self.last_fault
-        return None
+        if self.restarting and self.log.last_fault_at is not None:
+            return self.log.last_fault
+        return self.log.recent(within)
 
     def _run(self) -> None:
         while self._running.is_set():
@@ -130,20 +163,16 @@ class SupervisedLoop:
                 self._fault(error)
 
     def _fault(self, error: BaseException) -> None:
-        self.faults += 1
         self.restarting = True
-        self.last_fault_at = time.monotonic()
-        self.last_fault = (
-            f"{self.name} thread failed ({describe(error)}): actuator stopped, restarting"
-        )
+        message = self.log.record(error)
         try:
             self._stop_actuator()
         except Exception as stop_error:
-            self.last_fault += f"; the stop itself failed ({describe(stop_error)})"
-        _quiet(self._log, "error", self.last_fault)
+            message = self.log.last_fault = f"{message}; the stop failed ({describe(stop_error)})"
+        _quiet(self._log, "error", message)
         if self._report is not None:
             try:
-                self._report(self.last_fault)
+                self._report(message)
             except Exception as report_error:
                 _quiet(self._log, "error", f"{self.name}: report failed: {report_error}")
         self._wake.wait(self.restart_delay)

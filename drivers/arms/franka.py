@@ -318,6 +318,11 @@ class FrankaDriver(DeviceNode):
         link = self.link
         if link is None:
             level, message, mode = DiagnosticStatus.WARN, "not configured", "unconfigured"
+        elif (fault := link.loop.recent_fault()) is not None:
+            level, message, mode = DiagnosticStatus.ERROR, fault, "fault"
+        elif link.stalled:
+            level, mode = DiagnosticStatus.ERROR, "stalled"
+            message = "the franka-link thread hangs: the controller holds its last reference"
         else:
             mode = link.mode
             if mode in ("e-stop", "fault", "disconnected"):
@@ -341,6 +346,9 @@ class FrankaDriver(DeviceNode):
             "clipped": str(self.clipped),
             "reconnects": str(link.reconnects if link else 0),
             "state_cycles": str(link.cycles if link else 0),
+            "thread_faults": str(link.loop.faults if link else 0),
+            "last_fault": link.loop.last_fault if link else "",
+            **(link.samples.fields() if link else {}),
         }
         self._diag_pub.publish(
             diagnostic_array(

@@ -20,11 +20,20 @@ and inside the workspace box; here each one is limited to one step from the meas
 (``franka_safety.limit_step``) just before the reference moves. Holding (watchdog, after a
 reset) keeps the controller with the reference on the measured pose; the e-stop and deactivate
 end it with libfranka's stop; the next command after either starts a fresh one.
+
+The thread is a ``SupervisedLoop`` (``robot_rl.drivers.supervision``): any exception in a cycle
+other than a lost connection (a bug, a reading no check foresaw) stops the controller with
+libfranka's stop (the robot halts and holds by itself), is reported as an ERROR on /diagnostics
+and restarts the connection; the arm holds until a fresh command. A reading that is not finite
+or lies outside what the arm can report is refused before it reaches the published state, the
+twist estimate or a target's step limit (``samples``). A ``Watchdog`` in a thread of its own
+reports a link thread that stopped finishing its cycles (a hang): it cannot call libfranka
+(one thread owns it), but franky's 1 kHz controller holds the last reference, which this
+thread only ever moved one bounded step at a time.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +44,7 @@ import numpy as np
 from robot_rl.drivers.arms.franka_hand import Hand, first_line
 from robot_rl.drivers.arms.franka_safety import Workspace, limit_step, normalise, quat_angle
 from robot_rl.drivers.arms.franka_state import ArmState, arm_state, has_errors
+from robot_rl.drivers.supervision import SensorGate, SupervisedLoop, Watchdog
 
 HOLDING, FOLLOWING, RESETTING, ESTOP, FAULT, DISCONNECTED = (
     "holding",
@@ -52,6 +62,21 @@ millimetres off its reference under unmodelled load."""
 
 RECOVERY_ATTEMPTS = 3
 """Automatic error recovery is tried this often before clear_error fails."""
+
+READING_BOUNDS = {
+    "joint_pos": 2 * np.pi,
+    "joint_vel": 10.0,
+    "joint_effort": 500.0,
+    "tcp_pos": 3.0,
+    "tcp_quat": 1.0 + 1e-6,
+    "tcp_vel": 50.0,
+    "wrench": 1e4,
+}
+"""Largest magnitude a reading's field can have (rad, rad/s, Nm, m, -, m/s or rad/s, N or Nm):
+far beyond the arm's limits (joints within +-2.9 rad, 2.6 rad/s, 87 Nm; reach 0.855 m); a
+larger value is a corrupt reading, not a measurement."""
+STALL_PERIODS = 20
+"""The link's thread counts as hung when no cycle finished for this many state periods."""
 
 
 class ConnectError(RuntimeError):
@@ -87,7 +112,6 @@ class FrankaLink:
         self._motion = None  # the running impedance controller
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
         self._closing = False
         # requests from the node (under _lock)
         self._target: tuple[np.ndarray, np.ndarray] | None = None
@@ -107,6 +131,21 @@ class FrankaLink:
         self.reconnects = 0
         self._reset: _Reset | None = None
         self._next_reconnect = 0.0
+        self._next_cycle = 0.0
+        self.samples = SensorGate()
+        """Readings refused before they reached any state."""
+        period = 1.0 / config.state_hz
+        self.loop = SupervisedLoop(
+            "franka-link",
+            self._iteration,
+            stop=self._stop_after_fault,
+            restart=self._restart_after_fault,
+            log=log,
+            restart_delay=min(config.reconnect_period, 0.2),
+        )
+        self._stall_bound = max(STALL_PERIODS * period, 1.0)
+        self.watchdog = Watchdog("franka-watchdog", max(period, 0.05), self._guard, log)
+        self._stall_reported = False
 
     def connect(self) -> None:
         """Connect (bounded by ``connect_timeout``) and set the controller up; raises
@@ -152,15 +191,15 @@ class FrankaLink:
 
     def start(self) -> None:
         self._closing = False
-        self._thread = threading.Thread(target=self._run, name="franka-link", daemon=True)
-        self._thread.start()
+        self._next_cycle = time.monotonic()
+        self.loop.start()
+        self.watchdog.start()
 
     def close(self) -> None:
         self._closing = True
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
-            self._thread = None
+        self.loop.close(timeout=5.0)
+        self.watchdog.close(timeout=2.0)
         self._fail_reset("the driver is closing")
         self._refuse_pending("the driver is closing")
         self._drop()
@@ -239,21 +278,51 @@ class FrankaLink:
         while not enabled and self._motion is not None and time.monotonic() < deadline:
             time.sleep(0.002)
 
-    def _run(self) -> None:
+    @property
+    def stalled(self) -> bool:
+        """The link's thread has not finished a cycle for a while (hung or gone)."""
+        return self.loop.stalled(self._stall_bound)
+
+    def _guard(self) -> None:
+        """The watchdog, in its own thread: say so when the link's thread hangs."""
+        stalled = self.stalled
+        if stalled and not self._stall_reported:
+            self._log(
+                "error",
+                f"the franka-link thread has not finished a cycle for {self._stall_bound:g} s: "
+                "the controller holds its last reference",
+            )
+        self._stall_reported = stalled
+
+    def _iteration(self) -> None:
+        """One cycle (``_step``), then wait for the next one or a request."""
         period = 1.0 / self.config.state_hz
-        next_cycle = time.monotonic()
-        while not self._closing:
-            try:
-                self._step()
-            except Exception as error:  # a bug must not silently end the robot's thread
-                with contextlib.suppress(Exception):  # logging fails while shutting down
-                    self._log("error", f"franka-link: {first_line(error)}")
-            next_cycle += period
+        try:
+            self._step()
+        finally:
+            self._next_cycle += period
             now = time.monotonic()
-            if next_cycle < now:
-                next_cycle = now  # late: restart the schedule rather than burst
-            self._wake.wait(next_cycle - now)
+            if self._next_cycle < now:
+                self._next_cycle = now  # late: restart the schedule rather than burst
+            self._wake.wait(self._next_cycle - now)
             self._wake.clear()
+
+    def _stop_after_fault(self) -> None:
+        """A cycle failed: stop the controller (the robot halts and holds by itself)."""
+        with self._lock:
+            self._target = None
+        robot = self._robot
+        self._fail_reset("the link's thread failed")
+        if robot is not None:
+            try:
+                self._stop(robot)
+            finally:
+                self._motion = None
+
+    def _restart_after_fault(self) -> None:
+        """Start over on a new connection: the arm holds until a fresh command."""
+        self._drop()
+        self._next_reconnect = 0.0
 
     def _step(self) -> None:
         if self._robot is None:
@@ -308,9 +377,20 @@ class FrankaLink:
         self.cycles += 1
         self._check_errors(robot, state)
         reading = arm_state(state, time.time(), gripper, self.last_state)
+        if not self._admit(reading):
+            return  # no state, no twist estimate, no target served from a corrupt reading
         self.last_state = reading
         self._serve(robot, reading)
         self._publish(reading)
+
+    def _admit(self, reading: ArmState) -> bool:
+        """Whether every field of ``reading`` is finite and within ``READING_BOUNDS``."""
+        for name, bound in READING_BOUNDS.items():
+            if not self.samples.admit(name, np.ravel(getattr(reading, name)), bound):
+                self._log("warning", f"reading refused: {self.samples.last_refusal}")
+                return False
+        gripper = reading.gripper
+        return gripper is None or self.samples.admit("gripper", (gripper,), 1.5)
 
     def _check_errors(self, robot, state) -> None:
         try:

@@ -14,10 +14,18 @@ published as soon as it arrives. When no frame comes within ``stall_timeout`` th
 reported stalled; after ``reconnect_after`` the device is closed and reopened every
 ``reconnect_period`` until it streams again. Each frame is published at most once, and only if
 ``FreshnessGate`` passes it, so a stale or repeated frame never reaches a subscriber.
+
+The reader is a ``SupervisedLoop`` (``robot_rl.drivers.supervision``): any exception in it (a
+library's surprise, a frame no check foresaw) is an ERROR on /diagnostics naming it
+(``thread_faults``, ``last_fault``) and the device is closed and reopened; the thread never
+dies. A frame whose pixels do not fit its encoding (dtype, channels, an empty or truncated
+image) or whose stamp is not finite is refused before it reaches any subscriber, counted in
+``refused_frames`` and named in ``last_drop``.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,11 +41,39 @@ from robot_rl.drivers.cameras.image_pipeline import (
     Intrinsics,
 )
 from robot_rl.drivers.config import param, positive
+from robot_rl.drivers.supervision import FAULT_SHOWN_S, SupervisedLoop
 from robot_rl.ros.convert import array_to_image, diagnostic_array, header
 from robot_rl.ros.node_base import DeviceNode, declare_config
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos
 
 STREAM_TOPICS = {"color": "", "depth": "depth/"}
+PIXEL_LAYOUT = {"rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3), "mono8": (np.uint8, 1),
+                "16UC1": (np.uint16, 1)}  # fmt: skip
+"""Each encoding's pixel dtype and channels (1: a 2-D array)."""
+
+
+def frame_problem(frame: Frame) -> str | None:
+    """Why ``frame`` must not be published (its pixels do not fit its encoding, it is empty,
+    its stamp is not finite), or None."""
+    layout = PIXEL_LAYOUT.get(frame.encoding)
+    if layout is None:
+        return f"unknown encoding {frame.encoding!r}"
+    pixels = frame.pixels
+    if not isinstance(pixels, np.ndarray):
+        return f"pixels are a {type(pixels).__name__}, not an array"
+    dtype, channels = layout
+    shape_ok = pixels.ndim == 2 if channels == 1 else pixels.ndim == 3
+    if channels == 1 and pixels.ndim == 3 and pixels.shape[2] == 1:
+        shape_ok = True
+    if not shape_ok or (channels > 1 and pixels.shape[2] != channels):
+        return f"{frame.encoding} frame of shape {pixels.shape}"
+    if pixels.dtype != dtype:
+        return f"{frame.encoding} frame of dtype {pixels.dtype}"
+    if pixels.shape[0] == 0 or pixels.shape[1] == 0:
+        return f"empty {frame.encoding} frame {pixels.shape}"
+    if not math.isfinite(frame.stamp):
+        return f"non-finite stamp {frame.stamp}"
+    return None
 
 
 class SourceMissing(RuntimeError):
@@ -148,12 +184,13 @@ class CameraDriverNode(DeviceNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_timer(1.0 / self.config.diagnostics_hz, self.publish_diagnostics)
         self._source: CameraSource | None = None
-        self._reader: threading.Thread | None = None
+        self._reader: SupervisedLoop | None = None
         self._stop = threading.Event()
         self._gates = {s: FreshnessGate(self.config.max_frame_age) for s in self.streams()}
         self._geometry: dict[tuple[str, int, int], FrameGeometry] = {}
         self.published = dict.fromkeys(self.streams(), 0)
         self.last_drop: str | None = None
+        self.refused_frames = 0
         self._last_frame_at: float | None = None  # monotonic time of the last frame read
         self._disconnected: str | None = None
         self._reconnects = 0
@@ -185,8 +222,15 @@ class CameraDriverNode(DeviceNode):
         self._source, self._disconnected = source, None
         self._last_frame_at = time.monotonic()
         self._stop.clear()
-        self._reader = threading.Thread(target=self._read_loop, name="camera-reader", daemon=True)
-        self._reader.start()
+        self._reader = SupervisedLoop(
+            "camera-reader",
+            self._read_step,
+            stop=lambda: None,  # a camera moves nothing: its frames just stop
+            restart=lambda: self._lose("restarting the reader after a fault"),
+            report=lambda message: self.publish_diagnostics(),
+            log=self.log,
+            restart_delay=min(self.config.reconnect_period, 0.2),
+        ).start()
 
     def enable_motion(self) -> None:
         self._last_published_at = time.monotonic()
@@ -194,7 +238,7 @@ class CameraDriverNode(DeviceNode):
     def close_device(self) -> None:
         self._stop.set()
         if self._reader is not None:
-            self._reader.join(timeout=30.0)
+            self._reader.close(timeout=30.0)
             self._reader = None
         self._close_source()
 
@@ -206,17 +250,14 @@ class CameraDriverNode(DeviceNode):
             except Exception as error:  # a vanished device may not close cleanly
                 self.get_logger().warning(f"closing {source.description}: {error}")
 
-    def _read_loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                if self._source is None:
-                    self._try_reconnect()
-                    continue
-                self._read_once(self._source)
-        except Exception as error:
-            if self.context.ok():  # a publish after shutdown is an ordinary end
-                self.get_logger().error(f"camera reader stopped: {error}")
-                self._disconnected = f"reader failed: {error}"
+    def _read_step(self) -> None:
+        if self._stop.is_set() or not self.context.ok():
+            self._stop.wait(0.05)  # closing: a publish after shutdown is an ordinary end
+            return
+        if self._source is None:
+            self._try_reconnect()
+        else:
+            self._read_once(self._source)
 
     def _read_once(self, source: CameraSource) -> None:
         try:
@@ -231,6 +272,14 @@ class CameraDriverNode(DeviceNode):
             return
         self._last_frame_at = time.monotonic()
         for frame in frames:
+            problem = frame_problem(frame)
+            if problem is not None:
+                self.refused_frames += 1
+                self.last_drop = f"{frame.stream}: {problem}"
+                self.get_logger().warning(
+                    f"refused a frame: {self.last_drop}", throttle_duration_sec=5.0
+                )
+                continue
             try:
                 self._publish(frame)
             except ValueError as error:  # e.g. a reconnected device at another frame size
@@ -298,6 +347,13 @@ class CameraDriverNode(DeviceNode):
 
     def status(self) -> tuple[int, str]:
         """Diagnostic level and message."""
+        fault = (
+            self._reader.recent_fault(max(FAULT_SHOWN_S, 3.0 / self.config.diagnostics_hz))
+            if self._reader is not None
+            else None
+        )
+        if fault is not None:
+            return DiagnosticStatus.ERROR, fault
         if self._reader is None:
             if self._configure_error is not None:
                 return DiagnosticStatus.ERROR, f"not configured: {self._configure_error}"
@@ -330,6 +386,10 @@ class CameraDriverNode(DeviceNode):
         values = {f"published_{s}": str(n) for s, n in self.published.items()}
         values["dropped_stale"] = str(sum(g.dropped for g in self._gates.values()))
         values["last_drop"] = self.last_drop or ""
+        values["refused_frames"] = str(self.refused_frames)
+        reader = self._reader
+        values["thread_faults"] = str(reader.faults if reader else 0)
+        values["last_fault"] = reader.last_fault if reader else ""
         values["reconnects"] = str(self._reconnects)
         source = self._source
         hardware = source.description if source is not None else ""

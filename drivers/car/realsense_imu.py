@@ -16,6 +16,13 @@ acceleration reads +9.81 m/s^2 upwards, as on the car twin. The orientation is u
 The device is opened by serial through librealsense's sensor API, so an ``rs.software_device``
 with a motion sensor streams through the same code (the tests feed one). ``/diagnostics`` says
 the sample rates; silence for ``stale_after`` is an error (a USB drop: the node is respawned).
+
+A gyroscope or accelerometer sample that is not finite or beyond the sensor's range (BMI055:
+2000 deg/s, 16 g) is refused before it reaches the accelerometer peak or a message, counted
+(``refused_samples``) and named (``last_sample_refusal``); the next good one is used as if it
+had never come. An exception in librealsense's callback (this node's code running in its
+thread) is counted and reported as an ERROR (``thread_faults``, ``last_fault``), never lost
+inside the library; the next frame is handled afresh.
 """
 
 from __future__ import annotations
@@ -32,10 +39,15 @@ from sensor_msgs.msg import Imu
 from robot_rl.drivers.cameras.image_pipeline import DeviceClock
 from robot_rl.drivers.cameras.realsense import connected_devices, find_device, host_stamp
 from robot_rl.drivers.config import param, positive
+from robot_rl.drivers.supervision import FAULT_SHOWN_S, FaultLog, SensorGate
 from robot_rl.ros.convert import diagnostic_array, imu_msg
 from robot_rl.ros.node_base import DeviceNode, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos
 
+MAX_GYRO = np.radians(2000.0) * 1.01
+"""rad/s: the D435i/D455 gyroscope's range (BMI055: 2000 deg/s), with room for rounding."""
+MAX_ACCEL = 16.0 * 9.80665 * 1.01
+"""m/s^2: the accelerometer's widest range (16 g)."""
 FORWARD_CAMERA = [0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, -1.0, 0.0]
 """Body (x forward, y left, z up) from the RealSense IMU (x right, y down, z forward)."""
 
@@ -84,6 +96,8 @@ class MotionStream:
         self.accel_samples = 0
         self.last_sample: float | None = None
         self.serial = config.serial or "any"
+        self.samples = SensorGate()
+        self.fault_log = FaultLog("realsense-imu callback")
 
     def open(self) -> None:
         import pyrealsense2 as rs
@@ -113,12 +127,22 @@ class MotionStream:
         )
 
     def _on_frame(self, frame) -> None:
+        try:
+            self._handle(frame)
+        except Exception as error:  # librealsense's thread would swallow it: report it here
+            self.fault_log.record(error, "sample dropped")
+
+    def _handle(self, frame) -> None:
         import pyrealsense2 as rs
 
         arrival = time.time()
         data = frame.as_motion_frame().get_motion_data()
         value = np.array([data.x, data.y, data.z])
-        if frame.get_profile().stream_type() == rs.stream.accel:
+        accel = frame.get_profile().stream_type() == rs.stream.accel
+        name, bound = ("accel", MAX_ACCEL) if accel else ("gyro", MAX_GYRO)
+        if not self.samples.admit(name, value, bound):
+            return  # refused before it reaches the peak, the clock or a message
+        if accel:
             body = self._rotation @ value
             with self._lock:
                 self._accel = body
@@ -188,11 +212,18 @@ class RealSenseImuNode(DeviceNode):
             )
         else:
             level, message = DiagnosticStatus.OK, "streaming"
+        fault = (
+            s.fault_log.recent(max(FAULT_SHOWN_S, 3.0 / self.config.diagnostics_hz)) if s else None
+        )
+        if fault is not None:
+            level, message = DiagnosticStatus.ERROR, fault
         values = {
             "serial": s.serial if s else self.config.serial,
             "gyro_samples": str(s.gyro_samples if s else 0),
             "accel_samples": str(s.accel_samples if s else 0),
             "published": str(self.published),
+            **(s.samples.fields() if s else {}),
+            **(s.fault_log.fields() if s else {}),
         }
         self._diag_pub.publish(
             diagnostic_array(

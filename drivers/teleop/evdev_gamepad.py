@@ -11,6 +11,11 @@ What it relies on (linux/input.h, the kernel's Documentation/input/event-codes.r
   - events belong together up to the next EV_SYN/SYN_REPORT, and are applied as one frame
     then; SYN_DROPPED says the kernel's buffer overflowed: everything up to the next
     SYN_REPORT is discarded and the device's state must be read afresh (``needs_resync``).
+
+An axis value a little outside its declared range is clipped (pads overshoot by a few counts);
+one farther out than the range is wide is no reading but a corrupt event: it is refused before it
+reaches the state, counted in ``refused_values`` and named in ``last_refusal``, and the axis
+keeps its last good value.
 """
 
 from __future__ import annotations
@@ -76,6 +81,8 @@ class GamepadEvents:
         self.resync(axes or {}, keys)
         self.events = 0
         self.dropped_frames = 0
+        self.refused_values = 0
+        self.last_refusal = ""
         self._buffer = b""
         self._pending_axes: dict[int, int] = {}
         self._pending_keys: dict[int, bool] = {}
@@ -114,6 +121,14 @@ class GamepadEvents:
         elif self._dropping:
             return
         elif type_ == EV_ABS and code in self.ranges:
+            rng = self.ranges[code]
+            span = max(rng.maximum - rng.minimum, 1)
+            if not rng.minimum - span <= value <= rng.maximum + span:
+                self.refused_values += 1
+                self.last_refusal = (
+                    f"axis {code}: {value} far outside its range [{rng.minimum}, {rng.maximum}]"
+                )
+                return
             self._pending_axes[code] = value
         elif type_ == EV_KEY:
             self._pending_keys[code] = value != 0  # 2 is auto-repeat: still held

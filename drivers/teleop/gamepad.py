@@ -307,7 +307,12 @@ class GamepadNode(TeleopNode):
 
     def parser_counters(self) -> dict[str, str]:
         parser = self.parser
-        return {"events": str(parser.events), "dropped_frames": str(parser.dropped_frames)}
+        return {
+            "events": str(parser.events),
+            "dropped_frames": str(parser.dropped_frames),
+            "refused_samples": str(parser.refused_values),
+            "last_sample_refusal": parser.last_refusal,
+        }
 
 
 CONFIG = GamepadConfig

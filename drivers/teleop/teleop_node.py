@@ -7,7 +7,11 @@ it); activate starts publishing; deactivate publishes one released frame and sto
 closes the device. While active, a read that fails (hidapi raises on unplug, evdev returns
 ENODEV) publishes the released frame at once and from then on (no motion, intervention off),
 turns diagnostics to ERROR, and the node tries to open the device again every
-``reconnect_interval`` until it is back.
+``reconnect_interval`` until it is back. Any other exception while reading, parsing or mapping
+(a parser's bug, a report it cannot take) follows the rule every driver follows
+(``robot_rl.drivers.supervision``): the released frame at once, an ERROR on /diagnostics that
+names the fault (``thread_faults``, ``last_fault``), and the device is closed and reopened, so
+the parser starts afresh.
 
 A device is anything with ``read() -> bytes`` (``b""`` when nothing is waiting; raises
 ``OSError`` when the device is gone) and ``close()``: hidapi's device or an evdev file in
@@ -29,6 +33,7 @@ from sensor_msgs.msg import Joy
 from std_msgs.msg import Header
 
 from robot_rl.drivers.config import non_negative, one_of, param, positive
+from robot_rl.drivers.supervision import FAULT_SHOWN_S, FaultLog
 from robot_rl.drivers.teleop.teleop_mapping import RELEASED, TeleopFrame, TeleopMapper
 from robot_rl.ros.convert import diagnostic_array
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config
@@ -154,6 +159,7 @@ class TeleopNode(DeviceNode):
         self._ever_opened = False
         self._next_attempt = 0.0
         self._last_frame = RELEASED
+        self.fault_log = FaultLog(f"{self.device_label} reader")
         # lifecycle transitions may come from another thread than the executor's (a test, a
         # multi-threaded executor): a tick must not publish motion after the safe stop's release
         self._lock = threading.RLock()
@@ -201,6 +207,8 @@ class TeleopNode(DeviceNode):
                     self._drain()  # reports queued while inactive describe the past
                 except (OSError, ValueError) as error:
                     self._lost(error)  # unplugged while inactive: the ticks reopen it
+                except Exception as error:
+                    self._fault(error)
 
     def safe_stop(self) -> None:
         with self._lock:
@@ -251,6 +259,16 @@ class TeleopNode(DeviceNode):
         self._next_attempt = time.monotonic() + self.config.reconnect_interval
         self.publish_diagnostics()
 
+    def _fault(self, error: Exception) -> None:
+        """Anything but a lost device: released at once, reported, the device reopened."""
+        message = self.fault_log.record(error, "released (no motion, intervention off)")
+        self.get_logger().error(message)
+        self._close(message)
+        self.mapper.reset()
+        self._publish(RELEASED)
+        self._next_attempt = time.monotonic() + min(self.config.reconnect_interval, 0.2)
+        self.publish_diagnostics()
+
     def _drain(self) -> TeleopFrame:
         """Feed what the device has queued; the frame of the newest state, with every button
         that was down at any report since the last tick (a tap shorter than one tick is still
@@ -285,6 +303,9 @@ class TeleopNode(DeviceNode):
             except (OSError, ValueError) as error:  # hidapi: OSError / ValueError once closed
                 self._lost(error)
                 frame = RELEASED
+            except Exception as error:  # the parser's or the mapping's fault, not the device's
+                self._fault(error)
+                frame = RELEASED
         self._publish(frame)
 
     def _publish(self, frame: TeleopFrame) -> None:
@@ -298,7 +319,10 @@ class TeleopNode(DeviceNode):
         self._last_frame = frame
 
     def publish_diagnostics(self) -> None:
-        if self.device is None:
+        fault = self.fault_log.recent(max(FAULT_SHOWN_S, 3.0 / self.config.diagnostics_hz))
+        if fault is not None:
+            level, message = DiagnosticStatus.ERROR, fault
+        elif self.device is None:
             level, message = DiagnosticStatus.ERROR, self.problem or "no device"
         elif not self.motion_enabled:
             level, message = DiagnosticStatus.WARN, "device open, not publishing (inactive)"
@@ -309,6 +333,7 @@ class TeleopNode(DeviceNode):
             "active": str(self.motion_enabled),
             "reconnects": str(self.reconnects),
             "intervene": str(bool(self._last_frame.buttons[0])),
+            **self.fault_log.fields(),
             **(self.parser_counters() if self.parser is not None else {}),
         }
         hardware = self.device.description if self.device is not None else ""
