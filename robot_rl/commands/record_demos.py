@@ -1,27 +1,42 @@
 """`robot-rl record-demos`: successful demonstration episodes as MCAP files (ROS 2 encoding).
 
 Each successful episode becomes ``<out>/episode_NNN.mcap`` (see ``robot_rl.data.mcap_demos``);
-failed attempts are dropped whole. ``robot-rl train --demo-path <out>`` loads them into the
-demonstration buffer; ``ros2 bag info`` and Foxglove open them.
+failed attempts are dropped whole. ``robot-rl train --demo-path <out>`` and ``robot-rl up
+--demo-path <out>`` load them into the demonstration buffer; ``ros2 bag info`` and Foxglove
+open them.
 
-A *source* produces the actions (an entry of SOURCES, built from the env and the config; its
-``reset(env, rng)`` is called once per episode, its ``act(env, observation)`` once per step);
-``--source``, ``--teleop`` and ``--backend`` say which. ``--teleop ros`` takes any teleop node
-(SpaceMouse, gamepad, ``robot-rl-keyboard-teleop``); ``sim`` is for tests and dry runs.
+On a robot (``--hardware FILE``, HIL-SERL's demo recording): robot mode over the hardware
+file's driver topics (brought up here unless ``--no-start-drivers``), the teleop device
+(SpaceMouse, gamepad) drives every step, and the operator judges each episode: the success
+button (``--operator joy``: /teleop/joy button 3, the one ``up --operator joy`` reads) or key
+(``--operator keyboard``: 'y') keeps it; the reject button (4) or key ('n'), or the episode's
+time running out, discards it, and the next attempt begins after the robot's reset. Nothing
+reads a ``/sim/`` topic. A reset the driver refuses (it is reconnecting to the robot) is tried
+again (``--reset-tries``), one line each; a stale camera holds the robot for that step (the
+step is left out of the demo) instead of ending the attempt.
+
+Elsewhere a *source* produces the actions (an entry of SOURCES, built from the env and the
+config; its ``reset(env, rng)`` is called once per episode, its ``act(env, observation)`` once
+per step) and the task's own success judges: ``--source``, ``--teleop`` and ``--backend`` say
+which. ``--teleop ros`` takes any teleop node; ``sim`` is for tests and dry runs.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from rich.console import Console
 
-from robot_rl.ros.config import RosBackendConfig
+from robot_rl.envs.robot_env import RobotEnvWrapper
+from robot_rl.errors import UserError
+from robot_rl.rewards.operator import OperatorOptions
+from robot_rl.rewards.operator_input import REJECT, SUCCESS
 from robot_rl.runtime.observation_mode import ObservationMode
+from robot_rl.runtime.robot_session import RobotSessionOptions
 
 
 class ExpertSource:
@@ -44,19 +59,23 @@ class TeleopDemoSource:
     the operator is always in charge). Without a fresh command the robot holds still (a zero
     action); a command older than ``max_age_s`` or with a non-finite entry counts as none."""
 
-    def __init__(self, env, config: RecordDemosConfig | None = None, teleop=None):
+    def __init__(self, env, config=None, teleop=None):
         config = config or RecordDemosConfig(source="teleop")
         self.max_age_s = config.teleop_max_age
         # a person needs the in-process twin at the task's rate; the ROS 2 backend has its clock
-        self.realtime = teleop is None and config.teleop == "ros" and config.backend == "twin"
+        backend = getattr(config, "backend", "ros")
+        self.realtime = teleop is None and config.teleop == "ros" and backend == "twin"
         self.teleop = teleop if teleop is not None else _make_teleop(env, config)
         self._shape = env.action_space.shape
+        self.fresh = False
+        """Whether the last ``act`` had a fresh command from the device (else it held still)."""
 
-    def reset(self, env, rng: np.random.Generator) -> None:
+    def reset(self, env, rng: np.random.Generator, episode: int = 0) -> None:
         self.teleop.reset()
 
     def act(self, env, observation: dict) -> np.ndarray:
         command = self.teleop.poll(env.reading)
+        self.fresh = False
         if command is None or time.monotonic() - command.stamp > self.max_age_s:
             return np.zeros(self._shape, np.float32)
         action = np.asarray(command.action, np.float32)
@@ -64,6 +83,7 @@ class TeleopDemoSource:
             raise ValueError(f"teleop action shape {action.shape}, expected {self._shape}")
         if not np.all(np.isfinite(action)):
             return np.zeros(self._shape, np.float32)
+        self.fresh = True
         return np.clip(action, -1.0, 1.0)
 
     def close(self) -> None:
@@ -72,7 +92,7 @@ class TeleopDemoSource:
             close()
 
 
-def _make_teleop(env, config: RecordDemosConfig):
+def _make_teleop(env, config):
     if config.teleop == "sim":
         from robot_rl.sim.simulated_human import ExpertTeleop
 
@@ -88,33 +108,82 @@ SOURCES = {
 }
 
 
+class OperatorJudge(RobotEnvWrapper):
+    """The operator judges each demonstration on a robot, with ``--operator``'s device.
+
+    Success (button or key): reward 1, the episode ends as terminated with ``info["success"]``
+    (kept). Reject: the episode ends as truncated with ``info["rejected"]`` (discarded). Both in
+    one step: reject wins (a person who takes a success back). A press during the reset belongs
+    to no episode and is dropped. On a stale step (the robot held, the observation is the last
+    good one) the presses wait for the next fresh step, so that a kept episode ends on a fresh
+    frame."""
+
+    def __init__(self, env, operator):
+        super().__init__(env)
+        self.operator = operator
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.operator.poll()
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if info.get("stale"):
+            return obs, reward, terminated, truncated, info
+        events = self.operator.poll()
+        if REJECT in events:
+            return obs, 0.0, False, True, {**info, "success": False, "rejected": True}
+        if SUCCESS in events:
+            return obs, 1.0, True, False, {**info, "success": True}
+        return obs, reward, terminated, truncated, info
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            self.operator.close()
+
+
 @dataclass
-class RecordDemosConfig(ObservationMode):
+class RecordDemosConfig(ObservationMode, OperatorOptions, RobotSessionOptions):
     task: str = "pick_cube"
     """Task to demonstrate (tasks/)."""
     episodes: int = 20
     """Successful episodes to record."""
     out: str | None = None
     """Directory for the .mcap files; default demos/<task>-<time>/."""
-    source: Literal["expert", "teleop"] = "expert"
-    """Who acts: 'expert' (the scripted expert in the twin) or 'teleop' (an operator, --teleop)."""
+    source: Literal["expert", "teleop"] | None = None
+    """Who acts: 'expert' (the scripted expert in the twin) or 'teleop' (an operator,
+    --teleop); default: teleop with --hardware, else expert."""
     teleop: Literal["ros", "sim"] = "ros"
     """Operator device for --source teleop: 'ros' the /teleop topics, 'sim' the twin's expert."""
-    teleop_max_age: float = 0.3
-    """Seconds after which an operator command counts as none (the robot holds still)."""
     backend: Literal["twin", "ros"] = "twin"
-    """'twin': the in-process twin; 'ros': the task over the ROS 2 driver topics (teleop only)."""
-    ros: RosBackendConfig = field(default_factory=RosBackendConfig)
-    """The ROS 2 backend's namespaces, staleness bounds and timeouts (--backend ros only)."""
+    """'twin': the in-process twin; 'ros': the task over the ROS 2 topics of twin nodes (teleop
+    only, judged by the twin's success). --hardware records on a robot instead."""
+    operator: Literal["keyboard", "joy"] = "joy"
+    """With --hardware: who judges each episode: 'joy' the success and reject buttons on
+    /teleop/joy (--success-button, --reject-button), 'keyboard' keys on this terminal
+    (--success-key, --reject-key). On the twin the task's own success judges."""
     seed: int = 0
     """Seed of the first episode's reset (attempt i uses seed + i)."""
     max_attempts: int | None = None
     """Give up after this many attempts; default 3 * episodes + 10."""
 
+    def resolved_source(self) -> str:
+        return self.source or ("teleop" if self.hardware else "expert")
 
-def record_episode(env, source, rng: np.random.Generator, seed: int, rate=None):
-    """One episode from ``source``; returns (DemoEpisode, success). ``rate``: a
-    ``robot_rl.runtime.rate.Rate`` that paces the steps (a person at the controls)."""
+
+def record_episode(env, source, rng: np.random.Generator, seed: int, rate=None, reset=None):
+    """One episode from ``source``; returns (DemoEpisode, success, figures). ``rate``: a
+    ``robot_rl.runtime.rate.Rate`` that paces the steps (a person at the controls). ``reset``:
+    how the episode's reset is made (``env`` and ``seed`` -> ``(obs, info)``; a robot
+    session's retries), default ``env.reset``.
+
+    A stale step (``info["stale"]``: the robot held, the observation is the last good one) is
+    left out of the episode and does not end it; it counts toward the task's episode length,
+    so an attempt still ends in time. ``figures``: ``steps`` taken, ``stale`` steps left out,
+    ``rejected`` by the operator, ``seconds``."""
     from robot_rl.data.mcap_demos import DemoEpisode
     from robot_rl.data.transition import applied_action
     from robot_rl.runtime.evaluation import episode_success
@@ -123,25 +192,45 @@ def record_episode(env, source, rng: np.random.Generator, seed: int, rate=None):
         # images travel as observations; the rest of the reading gives the device topics
         return {k: v for k, v in env.reading.items() if not k.startswith("image/")}
 
-    obs, _ = env.reset(seed=seed)
+    obs, _ = reset(env, seed) if reset is not None else env.reset(seed=seed)
+    started = time.monotonic()
     source.reset(env, rng)
     observations, readings = [obs], [device_reading()]
     actions, rewards, terminated, truncated = [], [], [], []
-    success = False
+    success = rejected = False
+    steps = stale = 0
+    limit = env.task.max_episode_steps
     while True:
         action = source.act(env, obs)
         obs, reward, term, trunc, info = env.step(action)
+        steps += 1
+        if info.get("stale") and not term:
+            stale += 1
+            if steps >= limit:  # the attempt's time ran out while the robot held
+                if truncated:
+                    truncated[-1] = True
+                break
+            continue
         observations.append(obs)
         readings.append(device_reading())
         actions.append(applied_action(info, action))  # what the robot executed
         rewards.append(reward)
         terminated.append(term)
-        truncated.append(trunc)
+        truncated.append(trunc or (not term and steps >= limit))
         success = success or episode_success(info)
-        if term or trunc:
+        rejected = rejected or bool(info.get("rejected"))
+        if terminated[-1] or truncated[-1]:
             break
         if rate is not None:
             rate.sleep()
+    figures = {
+        "steps": steps,
+        "stale": stale,
+        "rejected": rejected,
+        "seconds": time.monotonic() - started,
+    }
+    if not actions:  # every step stale: nothing to keep
+        return None, False, figures
     episode = DemoEpisode(
         observations=observations,
         actions=np.stack(actions).astype(np.float32),
@@ -150,19 +239,36 @@ def record_episode(env, source, rng: np.random.Generator, seed: int, rate=None):
         truncated=np.asarray(truncated, bool),
         readings=readings,
     )
-    return episode, success
+    return episode, success, figures
 
 
 def _config_error(config: RecordDemosConfig) -> str | None:
+    source = config.resolved_source()
     if config.episodes < 1:
         return "--episodes must be >= 1"
-    if config.source not in SOURCES:
-        return f"unknown --source {config.source!r}; choose one of {', '.join(SOURCES)}"
+    if source not in SOURCES:
+        return f"unknown --source {source!r}; choose one of {', '.join(SOURCES)}"
     if config.teleop_max_age <= 0:
         return f"--teleop-max-age must be > 0, got {config.teleop_max_age}"
-    if config.backend != "twin" and (config.source == "expert" or config.teleop == "sim"):
+    if config.hardware is not None:
+        if source != "teleop" or config.teleop != "ros":
+            return (
+                "on a robot (--hardware) the operator drives with the teleop device: "
+                "--source teleop --teleop ros (the defaults there)"
+            )
+        if config.backend != "twin":
+            return "--hardware records over the hardware file's driver topics: leave out --backend"
+        if config.privileged_state:
+            return "--privileged-state is for the twin: a robot has no object poses"
+        return None
+    if config.backend != "twin" and (source == "expert" or config.teleop == "sim"):
         return "the scripted expert needs the twin (--backend twin)"
     return None
+
+
+def _describe(figures: dict) -> str:
+    stale = f", {figures['stale']} stale steps left out" if figures["stale"] else ""
+    return f"{figures['steps']} steps in {figures['seconds']:.1f} s{stale}"
 
 
 def run(config: RecordDemosConfig, teleop=None) -> int:
@@ -176,9 +282,9 @@ def run(config: RecordDemosConfig, teleop=None) -> int:
     if out.exists() and any(out.glob("*.mcap")):
         console.print(f"[red]error:[/] {out} already holds .mcap files; choose another --out")
         return 2
-    from robot_rl.data.mcap_demos import write_episode
+    if config.hardware is not None:
+        return _run_on_robot(config, out, console, teleop)
     from robot_rl.runtime.environments import make_env
-    from robot_rl.runtime.rate import Rate
 
     env = None
     try:
@@ -186,55 +292,135 @@ def run(config: RecordDemosConfig, teleop=None) -> int:
         config.check_reward_source(config.task, None)
         options = config.task_options(config.task)
         env = make_env(config.backend, config.task, "", config.seed, options, ros=config.ros)
-        source = SOURCES[config.source](env, config, teleop=teleop)
+        source = SOURCES[config.resolved_source()](env, config, teleop=teleop)
     except ValueError as err:
         if env is not None:
             env.close()
         console.print(f"[red]error:[/] {err}")
         return 2
+    try:
+        return _record(config, env, source, out, console)
+    finally:
+        _close(source)
+        env.close()
+
+
+def _run_on_robot(config: RecordDemosConfig, out: Path, console: Console, teleop=None) -> int:
+    """Robot mode on the hardware file's drivers, the operator driving and judging."""
+    import dataclasses
+
+    from robot_rl.resets.retry import ResetFailed
+    from robot_rl.runtime.node_readiness import StackFailed
+    from robot_rl.runtime.robot_session import robot_session
+
+    config.check_session()
+    config.check_operator()
+    mode = ObservationMode(
+        cameras=tuple(config.cameras), image_size=config.image_size, robot_mode=True
+    )
+    options = mode.task_options(config.task)
+    judge = config.open_operator()
+    console.print(
+        f"[bold]record-demos[/] {config.task} on {config.hardware} (robot mode, cameras: "
+        f"{', '.join(config.cameras) or 'none'}): you drive with the teleop device; "
+        f"{judge.describe(SUCCESS)} keeps an episode, {judge.describe(REJECT)} or its time "
+        f"running out discards it -> {out}"
+    )
+    stored = 0
+    try:
+        with robot_session(
+            config, config.task, options, mode.cameras, config.seed, out / "logs", console,
+            node_name="record_demos",
+        ) as session:  # fmt: skip
+            env = OperatorJudge(session.env, judge)
+            judge = None  # the env closes it now
+            source = TeleopDemoSource(env, dataclasses.replace(config, source="teleop"), teleop)
+            try:
+                return _record(config, env, source, out, console, session=session)
+            finally:
+                _close(source)
+                env.close()
+    except KeyboardInterrupt:
+        stored = len(list(out.glob("*.mcap")))
+        console.print(f"[yellow]interrupted[/]: {stored} episodes kept in {out}")
+        return 130
+    except (ResetFailed, StackFailed) as err:
+        stored = len(list(out.glob("*.mcap")))
+        console.print(f"[red]error:[/] {err}; {stored} episodes kept in {out}")
+        return 1
+    except UserError as err:
+        console.print(f"[red]error:[/] {err}")
+        return 2
+    finally:
+        if judge is not None:
+            judge.close()
+
+
+def _record(config: RecordDemosConfig, env, source, out: Path, console, session=None) -> int:
+    """Attempts until ``config.episodes`` are kept (or ``max_attempts`` are spent)."""
+    from robot_rl.data.mcap_demos import write_episode
+    from robot_rl.runtime.rate import Rate
+
     max_attempts = config.max_attempts or 3 * config.episodes + 10
     rng = np.random.default_rng(config.seed)
     rate = Rate(env.task.control_hz) if getattr(source, "realtime", False) else None
+    reset = None if session is None else session.reset
     stored, attempts, steps = 0, 0, 0
-    try:
-        while stored < config.episodes:
-            if attempts >= max_attempts:
-                console.print(
-                    f"[red]error:[/] only {stored} successful episodes in {attempts} attempts"
-                )
-                return 1
-            seed = config.seed + attempts
-            attempts += 1
-            if rate is not None:
-                console.print(f"episode {attempts}: the robot is yours (seed {seed})")
-            episode, success = record_episode(env, source, rng, seed, rate=rate)
-            if not success:
-                console.print(
-                    f"  episode {attempts}: no success, {len(episode)} steps, discarded "
-                    f"({stored}/{config.episodes} kept)"
-                )
-                continue
-            episode.info.update(task=config.task, source=config.source, seed=seed)
-            path = write_episode(
-                out / f"episode_{stored:03d}.mcap",
-                episode,
-                env.observation_space,
-                env.action_space,
-                control_hz=env.task.control_hz,
-            )
-            stored += 1
-            steps += len(episode)
+    started = time.monotonic()
+    while stored < config.episodes:
+        if attempts >= max_attempts:
             console.print(
-                f"  episode {attempts}: success, {len(episode)} steps, kept as {path} "
+                f"[red]error:[/] only {stored} successful episodes in {attempts} attempts"
+            )
+            return 1
+        seed = config.seed + attempts
+        attempts += 1
+        if session is not None:
+            session.check_drivers()
+        if rate is not None or session is not None:
+            console.print(f"episode {attempts}: the robot is yours (seed {seed})")
+        episode, success, figures = record_episode(env, source, rng, seed, rate=rate, reset=reset)
+        if not success:
+            why = (
+                "rejected by the operator"
+                if figures["rejected"]
+                else "no success" + (" (time ran out)" if session is not None else "")
+            )
+            console.print(
+                f"  episode {attempts}: {why}, {_describe(figures)}, discarded "
                 f"({stored}/{config.episodes} kept)"
             )
-    finally:
-        close = getattr(source, "close", None)
-        if callable(close):
-            close()
-        env.close()
+            continue
+        episode.info.update(
+            task=config.task,
+            source=config.resolved_source(),
+            seed=seed,
+            **({"hardware": str(config.hardware), "judge": config.operator} if session else {}),
+        )
+        path = write_episode(
+            out / f"episode_{stored:03d}.mcap",
+            episode,
+            env.observation_space,
+            env.action_space,
+            control_hz=env.task.control_hz,
+        )
+        stored += 1
+        steps += len(episode)
+        console.print(
+            f"  episode {attempts}: success, {_describe(figures)}, kept as {path} "
+            f"({stored}/{config.episodes} kept)"
+        )
+    wall = time.monotonic() - started
     console.print(
         f"[bold]recorded[/] {stored} successful episodes ({attempts} attempts, {steps} steps) "
-        f"in {out}; train with: robot-rl train --task {config.task} --demo-path {out}"
+        f"in {out} in {wall:.0f} s ({wall / stored:.1f} s per kept episode); train with: "
+        f"robot-rl train --task {config.task} --demo-path {out}"
+        + (" (or up robot --demo-path)" if session is not None else "")
     )
     return 0
+
+
+def _close(source) -> None:
+    close = getattr(source, "close", None)
+    if callable(close):
+        close()

@@ -1,18 +1,20 @@
 """`robot-rl record-labels`: success / failure camera frames for the reward classifier (.npz).
 
-Two seams, each a registry entry:
-- who acts (SOURCES): on the twin, ``expert-mix`` cycles the scripted expert through behaviours
-  that give successes, failures and near-misses: clean picks held after success, noisy picks,
-  picks with the gripper left open, lifts stopped below or above the success height, picks
-  that let go, random actions (the frames an RL run explores first: without them the
-  classifier is never shown those failures, and the policy learns to fool it), wandering to
-  random points of the whole safety box with the cube left on the table (an exploring policy
-  reaches the box's corners and heights; a frozen-trunk classifier that never saw them
-  scores them at random), and carrying a picked cube around the box (success seen wherever it
-  happens, not only above the cube's start). On a robot a teleop source goes here.
-- who labels each frame (LABELERS): on the twin, ``ground-truth`` reads ``task.success``. On a
-  robot a key-press labeler goes here (the operator holds a key while the frame shows success);
-  it has the same ``label(env, obs) -> bool`` (robot_rl.rewards.labelers).
+Two seams, each a registry entry, in pairs:
+- who acts (SOURCES): on the twin, ``expert-mix`` cycles the scripted expert through varied
+  behaviours that give successes, failures and near-misses (``sim.simulated_human.BEHAVIOURS``
+  says which and why); on a robot, ``teleop``: the operator drives with the teleop device
+  (SpaceMouse, gamepad) and shows the camera what the classifier must tell apart: picks held
+  after success, near misses, failures, the arm wandering around the box.
+- who labels each frame (LABELERS, ``robot_rl.rewards.labelers``): on the twin,
+  ``ground-truth`` reads ``task.success``; on a robot, ``button``: the operator holds the
+  success button (``--operator joy``: /teleop/joy button 3) while the frame shows success, or
+  on a terminal (``--operator keyboard``) presses 'y' when success begins and 'n' when it ends.
+
+On a robot (``--hardware FILE``, HIL-SERL's success/failure recording): the frames are the
+robot's own camera's, in robot mode over the hardware file's driver topics (brought up here
+unless ``--no-start-drivers``); nothing reads a ``/sim/`` topic. A frame of a stale step (the
+robot held) or one taken while the teleop device is silent is left out.
 """
 
 from __future__ import annotations
@@ -24,164 +26,269 @@ from typing import Literal
 import numpy as np
 from rich.console import Console
 
+from robot_rl.errors import UserError
 from robot_rl.rewards.labelers import LABELERS
-
-CARRY_MIN_HEIGHT = 0.09
-"""Lowest TCP target when carrying a picked cube (m): around pick_cube's success height, so a
-carried cube is seen both above and just below it."""
-BEHAVIOURS = ("expert", "noisy", "open_gripper", "low_lift", "drop", "random", "wander", "carry")
+from robot_rl.rewards.operator import OperatorOptions
+from robot_rl.runtime.robot_session import RobotSessionOptions
 
 
 class ExpertMixSource:
-    """The scripted expert, altered per episode by one of BEHAVIOURS (chosen in turn)."""
+    """The scripted expert, altered per episode by one of ``BEHAVIOURS`` (chosen in turn)."""
 
-    def __init__(self, env):
-        from robot_rl.sim import make_expert
+    def __init__(self, env, config=None, teleop=None):
+        from robot_rl.sim.simulated_human import VariedExpert
 
-        self._expert = make_expert(env.task)
-        self._step_size = float(getattr(env.task, "step_size", 0.02))
-        self.behaviour = "expert"
+        self._varied = VariedExpert(env.task)
+        self.fresh = True
+
+    @property
+    def behaviour(self) -> str:
+        return self._varied.behaviour
 
     def reset(self, env, rng: np.random.Generator, episode: int) -> None:
-        self.behaviour = BEHAVIOURS[episode % len(BEHAVIOURS)]
-        self._rng = rng
-        self._expert.reset(rng)
-        self._expert.noise = rng.uniform(0.3, 0.8) if self.behaviour == "noisy" else 0.0
-        # TCP height cap: the cube (grasped at its centre) stops 2.5-8.5 cm above the table,
-        # around the 6 cm success height; a few millimetres either side of it is below what a
-        # 64 px camera resolves, so a narrower band would mostly add unresolvable frames
-        self._cap = rng.uniform(0.05, 0.11) if self.behaviour == "low_lift" else np.inf
-        self._release_after = int(rng.integers(2, 8))
-        self._lift_steps = 0
-        self._target: np.ndarray | None = None
-        self._target_steps = 0
-        self._grip = 1.0
+        from robot_rl.sim.simulated_human import BEHAVIOURS
+
+        self._varied.reset(rng, BEHAVIOURS[episode % len(BEHAVIOURS)])
 
     def act(self, env, obs: dict) -> np.ndarray:
-        if self.behaviour == "random":  # what an RL run's first, exploring episodes look like
-            return self._rng.uniform(-1.0, 1.0, env.action_space.shape).astype(np.float32)
-        reading = env.reading
-        if self.behaviour == "wander":
-            if self._rng.random() < 0.1:  # now and then open or close the empty hand
-                self._grip = -self._grip
-            return self._wander(env, reading, self._grip)
-        if self.behaviour == "carry" and (self._target is not None or env.task.success(reading)):
-            # picked: take it anywhere in the box's upper part (mostly still a success), closed
-            return self._wander(env, reading, 1.0, min_height=CARRY_MIN_HEIGHT)
-        action = np.asarray(self._expert.act(reading), np.float32).copy()
-        if self.behaviour == "open_gripper":
-            action[3] = -1.0
-        tcp_z = float(reading["tcp_pos"][2])
-        if tcp_z + action[2] * self._step_size > self._cap:
-            action[2] = np.clip((self._cap - tcp_z) / self._step_size, -1.0, 1.0)
-        if self.behaviour == "drop" and action[3] > 0.5:
-            self._lift_steps += 1
-            if self._lift_steps > 4 + self._release_after:  # closed, lifted a while, let go
-                action[3] = -1.0
-        return action
-
-    def _wander(self, env, reading, grip: float, min_height: float = -np.inf) -> np.ndarray:
-        """Toward a random point of the task's safety box (at least ``min_height`` high), a new
-        one every 5-15 steps."""
-        low, high = np.asarray(env.task.safety_low), np.asarray(env.task.safety_high)
-        low[2] = min(max(low[2], min_height), high[2])
-        self._target_steps -= 1
-        if self._target is None or self._target_steps <= 0:
-            self._target = self._rng.uniform(low, high)
-            self._target_steps = int(self._rng.integers(5, 16))
-        delta = (self._target - reading["tcp_pos"]) / self._step_size
-        return np.append(np.clip(delta, -1.0, 1.0), grip).astype(np.float32)
+        return self._varied.act(env.reading)
 
 
-SOURCES = {"expert-mix": ExpertMixSource}
+def _teleop_source(env, config, teleop=None):
+    from robot_rl.commands.record_demos import TeleopDemoSource
+
+    return TeleopDemoSource(env, config, teleop)
+
+
+SOURCES = {"expert-mix": ExpertMixSource, "teleop": _teleop_source}
+"""Who acts, built from (env, config, teleop): the twin's expert mix, or the operator."""
 
 
 @dataclass
-class RecordLabelsConfig:
+class RecordLabelsConfig(OperatorOptions, RobotSessionOptions):
     task: str = "pick_cube"
     """Task whose success the classifier learns (tasks/)."""
     episodes: int = 60
-    """Episodes to record (behaviours cycle: expert, noisy, open_gripper, low_lift, drop,
-    random, wander, carry)."""
+    """Episodes to record (on the twin the behaviours cycle: expert, noisy, open_gripper,
+    low_lift, drop, random, wander, carry)."""
     out: str | None = None
     """Output .npz; default labels/<task>-<camera><size>-<time>.npz."""
     camera: str = "front"
     """The camera whose frames are labelled (the classifier's input)."""
     image_size: int = 64
     """Frame side in pixels (the classifier's input size)."""
-    max_steps: int = 40
-    """Steps per episode at most (frames per episode: up to max_steps + 1)."""
+    max_steps: int | None = None
+    """Steps per episode at most (frames per episode: up to max_steps + 1); default 40 on the
+    twin, the task's episode length on a robot (a person needs longer than the expert)."""
     hold_steps: int = 15
     """Steps recorded after the first success (held, still-successful frames)."""
-    source: Literal["expert-mix"] = "expert-mix"
-    """Who acts: 'expert-mix' (the twin's scripted expert with varied behaviours)."""
-    labeler: Literal["ground-truth"] = "ground-truth"
-    """Who labels: 'ground-truth' (the twin's task.success; a key press on a robot, later)."""
+    source: Literal["expert-mix", "teleop"] | None = None
+    """Who acts: 'expert-mix' (the twin's scripted expert with varied behaviours) or 'teleop'
+    (the operator with the teleop device); default: teleop with --hardware, else expert-mix."""
+    labeler: Literal["ground-truth", "button"] | None = None
+    """Who labels: 'ground-truth' (the twin's task.success) or 'button' (the operator's success
+    button held while the frame shows success, or on a keyboard toggled by the success and
+    reject keys); default: button with --hardware, else ground-truth."""
+    teleop: Literal["ros"] = "ros"
+    """The teleop device of --source teleop: the /teleop topics (any teleop node)."""
+    operator: Literal["keyboard", "joy"] = "joy"
+    """With --labeler button: the operator's device: 'joy' /teleop/joy's success button
+    (--success-button), 'keyboard' keys on this terminal (--success-key, --reject-key)."""
     seed: int = 0
     """Seed of the first episode's reset."""
 
+    def resolved_source(self) -> str:
+        return self.source or ("teleop" if self.hardware else "expert-mix")
 
-def record_labels(config: RecordLabelsConfig, env, console: Console | None = None):
+    def resolved_labeler(self) -> str:
+        return self.labeler or ("button" if self.hardware else "ground-truth")
+
+    def resolved_max_steps(self, task) -> int:
+        if self.max_steps is not None:
+            return self.max_steps
+        return int(task.max_episode_steps) if self.hardware else 40
+
+    def validate(self) -> None:
+        too_short = self.max_steps is not None and self.max_steps < 1
+        if self.episodes < 2 or too_short or self.hold_steps < 0:
+            raise UserError("need --episodes >= 2, --max-steps >= 1, --hold-steps >= 0")
+        source, labeler = self.resolved_source(), self.resolved_labeler()
+        if self.hardware is None:
+            if source != "expert-mix" or labeler != "ground-truth":
+                raise UserError(
+                    "--source teleop and --labeler button record on a robot: give --hardware "
+                    "FILE (on the twin the expert mix acts and the ground truth labels)"
+                )
+            return
+        if source != "teleop":
+            raise UserError("on a robot (--hardware) the operator acts: --source teleop")
+        if labeler != "button":
+            raise UserError(
+                "robot mode: the ground truth reads the twin's object poses, which a robot does "
+                "not have; the operator labels on a robot: --labeler button"
+            )
+        self.check_session()
+        self.check_operator()
+
+
+def record_labels(
+    config: RecordLabelsConfig,
+    env,
+    console: Console | None = None,
+    session=None,
+    operator=None,
+):
+    """Label frames of ``config.episodes`` episodes on ``env``. On a robot: ``session`` (a
+    ``robot_rl.runtime.robot_session.RobotSession``: resets are retried, the drivers checked)
+    and ``operator`` (the device of the button labeller)."""
     from robot_rl.rewards.labels import LabelSet
 
-    source = SOURCES[config.source](env)
-    labeler = LABELERS[config.labeler]()
+    source = SOURCES[config.resolved_source()](env, config)
+    labeler = LABELERS[config.resolved_labeler()](operator)
     rng = np.random.default_rng(config.seed)
     images, labels, episodes = [], [], []
+    left_out = 0
+    max_steps = config.resolved_max_steps(env.task)
     started = time.perf_counter()
-    for episode in range(config.episodes):
-        obs, _ = env.reset(seed=config.seed + episode)
-        source.reset(env, rng, episode)
-        success_at = None
-        for step in range(config.max_steps + 1):
-            images.append(obs[config.camera])
-            labels.append(labeler.label(env, obs))
-            episodes.append(episode)
-            if labels[-1] and success_at is None:
-                success_at = step
-            if step == config.max_steps or (
-                success_at is not None and step - success_at >= config.hold_steps
-            ):
-                break
-            # termination is ignored: frames after success (held, or dropped) are wanted too
-            obs, *_ = env.step(source.act(env, obs))
-        if console is not None and ((episode + 1) % 10 == 0 or episode + 1 == config.episodes):
-            rate = len(labels) / (time.perf_counter() - started)
-            console.print(
-                f"  {episode + 1}/{config.episodes} episodes, {len(labels)} frames "
-                f"({sum(labels)} success), {rate:.0f} frames/s"
-            )
-    meta = {k: getattr(config, k) for k in ("task", "camera", "image_size", "labeler", "source")}
+    try:
+        for episode in range(config.episodes):
+            seed = config.seed + episode
+            if session is not None:
+                session.check_drivers()
+                obs, _ = session.reset(env, seed)
+                console.print(f"episode {episode + 1}/{config.episodes}: the robot is yours")
+            else:
+                obs, _ = env.reset(seed=seed)
+            source.reset(env, rng, episode)
+            _reset = getattr(labeler, "reset", None)
+            if callable(_reset):
+                _reset()
+            before, success_at, frame = len(labels), None, True
+            for step in range(max_steps + 1):
+                if frame:
+                    images.append(obs[config.camera])
+                    labels.append(labeler.label(env, obs))
+                    episodes.append(episode)
+                    if labels[-1] and success_at is None:
+                        success_at = step
+                if step == max_steps or (
+                    success_at is not None and step - success_at >= config.hold_steps
+                ):
+                    break
+                # termination is ignored: frames after success (held, or dropped) are wanted too
+                obs, _, _, _, info = env.step(source.act(env, obs))
+                # a stale step's observation is the last good one again; nobody at a silent
+                # device (a dead link) labels what the camera shows
+                frame = not info.get("stale") and source.fresh
+                left_out += not frame
+            if session is not None:
+                frames = len(labels) - before
+                console.print(
+                    f"  episode {episode + 1}: {frames} frames ({sum(labels[before:])} success)"
+                )
+            if console is not None and ((episode + 1) % 10 == 0 or episode + 1 == config.episodes):
+                rate = len(labels) / (time.perf_counter() - started)
+                console.print(
+                    f"  {episode + 1}/{config.episodes} episodes, {len(labels)} frames "
+                    f"({sum(labels)} success), {rate:.1f} frames/s"
+                    + (f", {left_out} left out (stale or silent device)" if left_out else "")
+                )
+    finally:
+        close = getattr(source, "close", None)
+        if callable(close):
+            close()
+    meta = {k: getattr(config, k) for k in ("task", "camera", "image_size")}
+    meta.update(labeler=config.resolved_labeler(), source=config.resolved_source())
+    if session is not None:
+        meta.update(hardware=str(config.hardware), operator=config.operator)
+    meta["seconds"] = round(time.perf_counter() - started, 3)
     return LabelSet(np.stack(images), np.asarray(labels), np.asarray(episodes), meta)
 
 
 def run(config: RecordLabelsConfig) -> int:
     console = Console(soft_wrap=True)
-    if config.episodes < 2 or config.max_steps < 1 or config.hold_steps < 0:
-        console.print("[red]error:[/] need --episodes >= 2, --max-steps >= 1, --hold-steps >= 0")
+    try:
+        config.validate()
+    except UserError as err:
+        console.print(f"[red]error:[/] {err}")
         return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = config.out or f"labels/{config.task}-{config.camera}{config.image_size}-{stamp}.npz"
+    if config.hardware is not None:
+        result = _record_on_robot(config, out, console)
+        if isinstance(result, int):
+            return result
+        labels = result
+    else:
+        labels = _record_on_twin(config, console)
+        if isinstance(labels, int):
+            return labels
     from robot_rl.rewards.labels import save_labels
+
+    path = save_labels(out, labels)
+    seconds = labels.meta.get("seconds") or 0.0
+    rate = f", {len(labels) / seconds:.1f} frames/s" if seconds else ""
+    console.print(
+        f"[bold]labels[/]: {len(labels)} frames ({labels.positives} success, "
+        f"{len(labels) - labels.positives} failure) from {config.episodes} episodes{rate} "
+        f"-> {path}\ntrain the classifier with: robot-rl train-reward --labels {path}"
+    )
+    return 0
+
+
+def _record_on_twin(config: RecordLabelsConfig, console: Console):
     from robot_rl.runtime.environments import make_env
     from robot_rl.runtime.observation_mode import ObservationMode
 
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = config.out or f"labels/{config.task}-{config.camera}{config.image_size}-{stamp}.npz"
     env = None
     try:
         # frames only: with a camera given, the state carries no privileged entries either
         mode = ObservationMode(cameras=(config.camera,), image_size=config.image_size)
         env = make_env("twin", config.task, "", config.seed, mode.task_options(config.task))
-        labels = record_labels(config, env, console)
+        return record_labels(config, env, console)
     except ValueError as err:
         console.print(f"[red]error:[/] {err}")
         return 2
     finally:
         if env is not None:
             env.close()
-    path = save_labels(out, labels)
-    console.print(
-        f"[bold]labels[/]: {len(labels)} frames ({labels.positives} success, "
-        f"{len(labels) - labels.positives} failure) from {config.episodes} episodes -> {path}\n"
-        f"train the classifier with: robot-rl train-reward --labels {path}"
-    )
-    return 0
+
+
+def _record_on_robot(config: RecordLabelsConfig, out: str, console: Console):
+    """The robot's own camera frames in robot mode, the operator acting and labelling."""
+    from pathlib import Path
+
+    from robot_rl.resets.retry import ResetFailed
+    from robot_rl.runtime.node_readiness import StackFailed
+    from robot_rl.runtime.observation_mode import ObservationMode
+    from robot_rl.runtime.robot_session import robot_session
+
+    mode = ObservationMode(cameras=(config.camera,), image_size=config.image_size, robot_mode=True)
+    options = mode.task_options(config.task)
+    operator = config.open_operator()
+    try:
+        from robot_rl.rewards.labelers import ButtonLabeler
+
+        console.print(
+            f"[bold]record-labels[/] {config.task} on {config.hardware} (robot mode, camera "
+            f"{config.camera}, {config.image_size} px): {config.episodes} episodes; you drive "
+            "with the teleop device and "
+            f"{ButtonLabeler(operator).describe()} -> {out}"
+        )
+        log_dir = Path(out).with_suffix("").with_name(Path(out).stem + "-logs")
+        with robot_session(
+            config, config.task, options, mode.cameras, config.seed, log_dir, console,
+            node_name="record_labels",
+        ) as session:  # fmt: skip
+            return record_labels(config, session.env, console, session, operator)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: no label file written")
+        return 130
+    except (ResetFailed, StackFailed) as err:
+        console.print(f"[red]error:[/] {err}; no label file written")
+        return 1
+    except UserError as err:
+        console.print(f"[red]error:[/] {err}")
+        return 2
+    finally:
+        operator.close()

@@ -1,8 +1,12 @@
 """`robot-rl train-reward`: a success classifier on a frozen image trunk, from labelled frames.
 
-Reads a label file (robot-rl record-labels), holds out a share of its episodes, trains the
-head with balanced batches and DrQ random shifts, reports held-out accuracy and writes the
-checkpoint that `robot-rl train --reward-classifier DIR` uses.
+Reads a label file (robot-rl record-labels), holds out a share of its episodes (whole: frames
+of one episode are near-copies of each other), trains the head with balanced batches and DrQ
+random shifts, reports precision and recall of the success class and accuracy on the held-out
+episodes, and writes the checkpoint that `robot-rl train --reward-classifier DIR` and `up robot
+--reward-classifier DIR` use. The label file says where its frames come from (a robot's
+camera with --hardware, or the twin's): a classifier judges only frames like those it was
+trained on.
 """
 
 from __future__ import annotations
@@ -81,9 +85,10 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
     classifier = RewardClassifier.create(classifier_config, config.seed, trunk_variables)
     if console:
         console.print(
-            f"[bold]train-reward[/] {len(train_set)} frames for training "
-            f"({train_set.positives} success), {len(test_set)} held out "
-            f"({test_set.positives} success); frozen {config.trunk} trunk"
+            f"[bold]train-reward[/] frames from {frames_from(labels.meta)}: "
+            f"{len(train_set)} for training ({train_set.positives} success), "
+            f"{len(test_set)} held out ({test_set.positives} success) from "
+            f"{len(set(test_set.episodes.tolist()))} episodes; frozen {config.trunk} trunk"
         )
 
     def progress(step: int, loss: float) -> None:
@@ -110,11 +115,24 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
         "train": accuracy(classifier, train_set),
         "threshold": classifier.config.threshold,
         "labels": str(Path(config.labels).resolve()),  # a relabelling run reads it again
+        "frames_from": frames_from(labels.meta),
         "steps": config.steps,
     }
     out = Path(config.out or Path("reward_classifiers") / Path(config.labels).stem)
     save_classifier(out, classifier, metrics)
     return {"checkpoint": str(out), **metrics}
+
+
+def frames_from(meta: dict) -> str:
+    """Where a label file's frames come from, in words."""
+    camera = meta.get("camera", "front")
+    if meta.get("hardware"):
+        return f"the robot of {meta['hardware']} ({camera} camera, labelled by the operator)"
+    return f"the twin ({camera} camera, labelled by its {meta.get('labeler', 'ground-truth')})"
+
+
+def _share(value) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 def run(config: TrainRewardConfig) -> int:
@@ -129,10 +147,11 @@ def run(config: TrainRewardConfig) -> int:
         return 0
     held = result["held_out"]
     console.print(
-        f"held-out accuracy {held['accuracy']:.1%} over {held['frames']} frames "
-        f"(success frames {held['success_recall'] or 0:.1%}, failure frames "
-        f"{held['failure_recall'] or 0:.1%}) at threshold {result['threshold']}; "
-        f"train accuracy {result['train']['accuracy']:.1%}\n"
+        f"held-out ({held['frames']} frames of {held['episodes']} episodes, "
+        f"{held['success_frames']} success): precision {_share(held['precision'])}, recall "
+        f"{_share(held['recall'])}, accuracy {held['accuracy']:.1%} (failure frames "
+        f"{_share(held['failure_recall'])}) at threshold {result['threshold']}; train accuracy "
+        f"{result['train']['accuracy']:.1%}\n"
         f"checkpoint: {result['checkpoint']}; use it with: "
         f"robot-rl train --task <task> --reward-classifier {result['checkpoint']}"
     )

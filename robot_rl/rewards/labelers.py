@@ -3,8 +3,11 @@
 ``record-labels`` asks a labeler about every frame; ``--relabel-false-positives`` asks it only
 when the reward classifier fires. On the twin the task's privileged ``success`` answers (the
 ground truth plays the operator); on a robot the operator answers with a key or a /teleop/joy
-button (``robot_rl.rewards.operator.OperatorLabeler``), through the same
-``label(env, obs) -> bool``. The ground truth is the twin's only: robot mode refuses it.
+button, through the same ``label(env, obs) -> bool``: while recording labels by holding the
+success button while the frame shows success (``ButtonLabeler``, HIL-SERL's success/failure
+recording), and when the classifier fires by confirming or rejecting
+(``robot_rl.rewards.operator.OperatorLabeler``). The ground truth is the twin's only: robot
+mode refuses it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from robot_rl.errors import UserError
+from robot_rl.rewards.operator_input import REJECT, SUCCESS
 
 GROUND_TRUTH_ON_ROBOT = (
     "robot mode: the ground-truth labeller reads the twin's object poses, which a robot does "
@@ -29,6 +33,13 @@ class Labeler(Protocol):
 class GroundTruthLabeler:
     """The twin's privileged success test (the task's own definition); twin only."""
 
+    def __init__(self, operator=None):
+        """``operator``: unused (the ground truth needs nobody); ``LABELERS`` builds every
+        labeller alike."""
+
+    def reset(self) -> None:
+        """Nothing per episode."""
+
     def label(self, env, obs: dict) -> bool:
         if not getattr(env.task, "scores_itself", True):  # robot mode: no twin reading
             raise UserError(GROUND_TRUTH_ON_ROBOT)
@@ -43,8 +54,50 @@ def check_labeler(name: str, robot_mode: bool) -> None:
         raise UserError(GROUND_TRUTH_ON_ROBOT)
 
 
-LABELERS = {"ground-truth": GroundTruthLabeler}
-"""The labellers built from nothing but their name (``record-labels``)."""
+class ButtonLabeler:
+    """The operator labels each frame as it is recorded: success while they say so.
+
+    On a device that reports its buttons held (``/teleop/joy``: ``JoyOperator.held``), a frame
+    is a success while the success button is held down: the operator holds it for as long as
+    the frame shows the task done, and lets go when it stops being done. A keyboard on a
+    terminal reports presses, not releases, so there it is a toggle: the success key turns
+    success on, the reject key turns it off again. Each episode begins as a failure (the
+    robot at its start, the task not done): presses made during the reset are dropped, and a
+    button still held from before the episode counts only once it has been let go."""
+
+    def __init__(self, operator):
+        if operator is None:
+            raise ValueError("the button labeller needs the operator's device (--operator)")
+        self.operator = operator
+        self._toggled = False
+        self._released = True
+
+    def reset(self) -> None:
+        self.operator.poll()
+        self._toggled = False
+        self._released = False
+
+    def label(self, env, obs: dict) -> bool:
+        events = self.operator.poll()
+        held = getattr(self.operator, "held", None)
+        if held is not None:
+            down = bool(held(SUCCESS))
+            self._released = self._released or not down
+            return down and self._released
+        for event in events:
+            self._toggled = event == SUCCESS
+        return self._toggled
+
+    def describe(self) -> str:
+        success = self.operator.describe(SUCCESS)
+        if getattr(self.operator, "held", None) is not None:
+            return f"hold {success} while the frame shows success"
+        return f"{success} when success begins, {self.operator.describe(REJECT)} when it ends"
+
+
+LABELERS = {"ground-truth": GroundTruthLabeler, "button": ButtonLabeler}
+"""The labellers of ``record-labels``, each built from the operator's device (None when the
+run has none): 'ground-truth' the twin's success, 'button' the operator's success button."""
 LABELER_NAMES = ("operator", "ground-truth")
 """What ``--labeler`` takes; 'operator' is built from the operator's device (OperatorOptions)."""
 

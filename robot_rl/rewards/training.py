@@ -43,15 +43,22 @@ def _probabilities(classifier: RewardClassifier, labels: LabelSet, batch_size: i
 
 
 def accuracy(classifier: RewardClassifier, labels: LabelSet, batch_size: int = 256) -> dict:
-    """Accuracy at the config's threshold, overall and per class (success / failure frames)."""
+    """Accuracy at the config's threshold, overall and per class (success / failure frames),
+    and the success class's precision (of the frames it calls a success, the share that are:
+    what a false reward costs) and recall (of the success frames, the share it finds; the same
+    as ``success_recall``). None where a share has nothing to count."""
     predicted = _probabilities(classifier, labels, batch_size) >= classifier.config.threshold
     truth = labels.labels.astype(bool)
     correct = predicted == truth
     return {
         "accuracy": float(correct.mean()),
+        "precision": float(truth[predicted].mean()) if predicted.any() else None,
+        "recall": float(predicted[truth].mean()) if truth.any() else None,
         "success_recall": float(correct[truth].mean()) if truth.any() else None,
         "failure_recall": float(correct[~truth].mean()) if (~truth).any() else None,
         "frames": len(labels),
+        "success_frames": int(truth.sum()),
+        "episodes": len(np.unique(labels.episodes)),
     }
 
 

@@ -21,7 +21,23 @@ the reward classifier's success awaits an answer, it looks at the cube and, afte
 reaction time, presses reject (button 4) if the task is not done, success if it is; the arm
 never waits on it.
 
-    robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human
+What it is doing is its ``mode``, as a person decides what they are doing: set at start (the
+hardware file's parameter) or while it runs, with a standard ROS 2 parameter set
+(``ros2 param set /teleop/simulated_human mode demonstrate``); the workflow's commands never
+set it, they cannot tell the cell from a robot:
+
+- ``correct`` (the default): watch the policy and step in on trouble, as above;
+- ``demonstrate`` (for ``record-demos``): drive whole episodes with the scripted expert, from
+  wherever the arm is, press success when it sees the task done, and now and then
+  (``fail_share``) botch an attempt, give it up and press reject; hands off between attempts
+  until it sees the next episode begin (the arm back at rest at its start pose:
+  ``sim/simulated_human.Demonstrator``);
+- ``label`` (for ``record-labels``): move the arm through varied behaviours, one per episode
+  (clean picks, near misses, failures, random moves, wandering, carrying:
+  ``sim/simulated_human.Labeller``), and hold the success button exactly while it sees the
+  task done.
+
+    robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human -p mode:=demonstrate
 """
 
 from __future__ import annotations
@@ -33,12 +49,13 @@ from dataclasses import dataclass
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import JointState, Joy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from robot_rl.drivers.config import param, positive
+from robot_rl.drivers.config import one_of, param, positive
 from robot_rl.ros import convert
 from robot_rl.ros.node_base import ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, teleop_qos
@@ -48,6 +65,7 @@ from robot_rl.ros.teleop_contract import (
     JOY_BUTTONS,
     JOY_TOPIC,
     OPEN_BUTTON,
+    REJECT_BUTTON,
     SUCCESS_BUTTON,
     TWIST_TOPIC,
 )
@@ -61,6 +79,8 @@ HAND_CLEAR = 0.1
 """The TCP above this height leaves room to put the cube back (m)."""
 TIDY_PERIOD = 2.0
 """Seconds between two tidy-ups at most (the world places the cube at its next step)."""
+MODES = ("correct", "demonstrate", "label")
+"""What the operator is doing (the ``mode`` parameter): module docstring."""
 
 
 def _position(msg: PoseStamped) -> np.ndarray:
@@ -109,6 +129,14 @@ class CellHumanConfig:
     )
     answer_delay_min: float = param(0.5, "shortest reaction time to a question (s)", positive)
     answer_delay_max: float = param(2.0, "longest reaction time to a question (s)", positive)
+    mode: str = param(
+        "correct",
+        "what the operator does: 'correct' (step in on trouble), 'demonstrate' (drive whole "
+        "episodes, press success or reject: record-demos), 'label' (varied behaviours, success "
+        "held while the task is done: record-labels); settable while it runs",
+        one_of(*MODES),
+    )
+    fail_share: float = param(0.15, "demonstrate: share of attempts it botches and rejects", _share)
 
 
 class CellHumanNode(Node):
@@ -118,6 +146,7 @@ class CellHumanNode(Node):
         from robot_rl.envs.task import make_task
         from robot_rl.sim.experts import make_expert
         from robot_rl.sim.simulated_human import (
+            DemonstratorConfig,
             SimulatedHuman,
             SimulatedHumanConfig,
             SuccessPress,
@@ -131,12 +160,17 @@ class CellHumanNode(Node):
                 episode_share=c.episode_share,
                 total_share=c.total_share,
             )
-            self.human = SimulatedHuman(
-                self.task, make_expert(self.task), config, rng=np.random.default_rng(c.seed)
-            )
+            self.rng = np.random.default_rng(c.seed)
+            self.human = SimulatedHuman(self.task, make_expert(self.task), config, rng=self.rng)
+            self.demonstrator_config = DemonstratorConfig(fail_share=c.fail_share)
         except ValueError as error:
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
         self.success_press = SuccessPress(c.success_press_s)
+        self._held_until = {SUCCESS_BUTTON: -np.inf, REJECT_BUTTON: -np.inf}
+        self._success_held = False
+        self.presses = {"success": 0, "reject": 0}
+        self.mode = ""
+        self._set_mode(c.mode)
         self._seen: dict[str, tuple[np.ndarray, float]] = {}
         self._action: np.ndarray | None = None
         self._ticks = 0
@@ -159,6 +193,43 @@ class CellHumanNode(Node):
         self.create_timer(1.0 / c.rate_hz, self._publish)
         self.create_timer(1.0, self._publish_diagnostics)
         self._start_answering()
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        """``mode`` may change while the node runs (a person deciding what to do next); the
+        other parameters of the operator take effect at start only."""
+        fields = {f for f in CellHumanConfig.__dataclass_fields__ if f != "mode"}
+        for parameter in parameters:
+            if parameter.name in fields:
+                return SetParametersResult(
+                    successful=False, reason=f"{parameter.name} is set at start only"
+                )
+            if parameter.name == "mode" and parameter.value not in MODES:
+                return SetParametersResult(
+                    successful=False,
+                    reason=f"mode must be one of {', '.join(MODES)}, got {parameter.value!r}",
+                )
+        for parameter in parameters:
+            if parameter.name == "mode":
+                self._set_mode(parameter.value)
+        return SetParametersResult(successful=True)
+
+    def _set_mode(self, mode: str) -> None:
+        """Begin ``mode`` afresh (a demonstrator starts its first attempt at once)."""
+        from robot_rl.sim.simulated_human import Demonstrator, Labeller
+
+        self.demonstrator = (
+            Demonstrator(self.task, self.rng, self.demonstrator_config)
+            if mode == "demonstrate"
+            else None
+        )
+        self.labeller = Labeller(self.task, self.rng) if mode == "label" else None
+        self.human.reset()
+        self._action = None
+        self._success_held = False
+        if mode != self.mode:
+            self.get_logger().info(f"mode: {mode}")
+        self.mode = mode
 
     def _keep(self, key: str, extract):
         def keep(msg) -> None:
@@ -185,20 +256,49 @@ class CellHumanNode(Node):
             self._action = None
             return
         self._ticks += 1
+        if self.demonstrator is not None:
+            self._demonstrate(reading)
+        elif self.labeller is not None:
+            self._label(reading)
+        else:
+            self._correct(reading)
+        if self._action is None and self.config.tidy:
+            self._tidy(reading)
+
+    def _correct(self, reading: dict) -> None:
         if self.config.say_success:
             self.success_press.update(self.task.success(reading), time.monotonic())
         if self._ticks % self.task.max_episode_steps == 0:
             self.human.reset()  # the budget is per episode's worth of control periods
         command = self.human.poll(reading)
         self._action = None if command is None else np.asarray(command.action, np.float64)
-        if self._action is None and self.config.tidy:
-            self._tidy(reading)
 
-    def _tidy(self, reading: dict) -> None:
+    def _demonstrate(self, reading: dict) -> None:
+        action, press = self.demonstrator.decide(reading)
+        self._action = None if action is None else np.asarray(action, np.float64)
+        if press is not None:
+            button = SUCCESS_BUTTON if press == "success" else REJECT_BUTTON
+            self._held_until[button] = time.monotonic() + self.config.success_press_s
+            self.presses[press] += 1
+
+    def _label(self, reading: dict) -> None:
+        episodes = self.labeller.episodes
+        action, success = self.labeller.decide(reading)
+        self._action = None if action is None else np.asarray(action, np.float64)
+        self._success_held = success
+        self._lifted = self._lifted or self._cube_height(reading) > LIFTED
+        if self.labeller.episodes != episodes and self.config.tidy:
+            self._tidy(reading)  # between two episodes: put the cube back if it needs it
+
+    @staticmethod
+    def _cube_height(reading: dict) -> float:
         from robot_rl.sim.arm_scenes import CUBE_HALF
 
+        return float(reading["object/cube_pos"][2]) - CUBE_HALF
+
+    def _tidy(self, reading: dict) -> None:
         cube, tcp = reading["object/cube_pos"], reading["tcp_pos"]
-        height = float(cube[2]) - CUBE_HALF
+        height = self._cube_height(reading)
         self._lifted = self._lifted or height > LIFTED
         task = self.task
         out_of_reach = bool(
@@ -216,7 +316,8 @@ class CellHumanNode(Node):
             self._last_tidy = now
             self._lifted = False
             self.tidy_ups += 1
-            self.human.reset()
+            if self.mode == "correct":
+                self.human.reset()
 
     def _publish(self) -> None:
         action = self._action
@@ -231,7 +332,14 @@ class CellHumanNode(Node):
             grip = float(action[3]) if len(action) > 3 else 0.0
             buttons[INTERVENE_BUTTON] = 1
             buttons[CLOSE_BUTTON], buttons[OPEN_BUTTON] = int(grip > 0.5), int(grip < -0.5)
-        buttons[SUCCESS_BUTTON] = int(self.success_press.down(time.monotonic()))
+        now = time.monotonic()
+        if self.mode == "label":
+            buttons[SUCCESS_BUTTON] = int(self._success_held)
+        elif self.mode == "demonstrate":
+            for button, until in self._held_until.items():
+                buttons[button] = int(now < until)
+        else:
+            buttons[SUCCESS_BUTTON] = int(self.success_press.down(now))
         self._press_answers(buttons)
         t = twist.twist
         joy.axes = [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
@@ -280,18 +388,25 @@ class CellHumanNode(Node):
     def _publish_diagnostics(self) -> None:
         human = self.human
         sees = self._reading() is not None
+        doing = {"correct": "correcting", "demonstrate": "demonstrating", "label": "labelling"}
         level, message = (
-            (DiagnosticStatus.OK, "correcting" if self._action is not None else "watching")
+            (DiagnosticStatus.OK, doing[self.mode] if self._action is not None else "watching")
             if sees
             else (DiagnosticStatus.WARN, "cannot see the arm or the cube")
         )
         values = {
+            "mode": self.mode,
             "takeovers": str(human.takeovers),
             "intervened": str(human.total_intervened),
             "periods": str(human.total_steps),
             "tidy_ups": str(self.tidy_ups),
-            "success_presses": str(self.success_press.presses),
+            "success_presses": str(self.success_press.presses + self.presses["success"]),
+            "reject_presses": str(self.presses["reject"]),
         }
+        if self.demonstrator is not None:
+            values["attempts"] = str(self.demonstrator.attempts)
+        if self.labeller is not None:
+            values["label_episodes"] = str(self.labeller.episodes)
         self._diag_pub.publish(
             convert.diagnostic_array(
                 self, level, message, "fr3-sim-cell/operator", values, time.time()
