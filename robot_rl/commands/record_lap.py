@@ -61,6 +61,9 @@ class RecordLapConfig:
     """Seconds after which a teleop command counts as none (the car is told to stop)."""
     control_hz: float = 10.0
     """Rate of the recording and of the commands."""
+    stale_hold: float = 5.0
+    """A stale reading (a sensor late beyond the staleness bound) holds the car until the
+    readings are fresh again; give up after this many seconds of it."""
     start_drivers: bool = True
     """With --hardware: start the hardware file's driver nodes (as `up robot` does), wait until
     each is active, stop them at the end; --no-start-drivers uses nodes that already run."""
@@ -81,6 +84,7 @@ class RecordLapConfig:
             "max_speed",
             "teleop_max_age",
             "control_hz",
+            "stale_hold",
             "ready_timeout",
             "grace",
         ):
@@ -199,18 +203,37 @@ def _record(config: RecordLapConfig, out: Path, teleop=None) -> int:
             f"(at least {config.min_length:g} m, {config.max_seconds:g} s at most)"
         )
         steps, limit = 0, round(config.max_seconds * config.control_hz)
+        stale, held, hold_limit = 0, 0, round(config.stale_hold * config.control_hz)
         max_steering = task.max_steering
         while not watcher.closed:
             if steps >= limit:
                 raise LapNotClosedError(_not_closed(watcher, config.max_seconds))
-            speed, steering = operator_command(teleop, reading, config.teleop_max_age)
-            cmd = command(speed * config.max_speed, steering * max_steering)
+            if held:  # the last reading was stale: nothing stale drives the car, it holds
+                cmd = command(0.0, 0.0)
+            else:
+                speed, steering = operator_command(teleop, reading, config.teleop_max_age)
+                cmd = command(speed * config.max_speed, steering * max_steering)
             backend.send(cmd)
-            log.write(reading, cmd)
+            if not held:
+                log.write(reading, cmd)
             backend.advance()
-            reading = backend.read()
-            watcher.add(odometry_pose(reading))
             steps += 1
+            try:
+                reading, held = backend.read(), 0
+            except StaleReadingError as error:
+                stale, held = stale + 1, held + 1
+                if held >= hold_limit:
+                    raise UserError(
+                        f"the car's readings stayed stale for {config.stale_hold:g} s "
+                        f"({str(error).splitlines()[0]}): are its drivers and cameras up?"
+                    ) from None
+                if held == 1:
+                    console.print(
+                        f"  [yellow]stale reading[/] ({str(error).splitlines()[0]}): "
+                        f"the car holds until it is fresh ({stale} held steps so far)"
+                    )
+                continue
+            watcher.add(odometry_pose(reading))
             if steps % round(5 * config.control_hz) == 0:
                 console.print(
                     f"  {steps / config.control_hz:.0f} s: {watcher.length:.1f} m "
@@ -251,7 +274,9 @@ def _record(config: RecordLapConfig, out: Path, teleop=None) -> int:
     )
     console.print(
         f"[bold]lap closed[/]: {watcher.length:.1f} m in {steps / config.control_hz:.1f} s, "
-        f"{len(points)} checkpoints in {path}; train with: {train} --checkpoints {path}"
+        f"{len(points)} checkpoints in {path}"
+        + (f" ({stale} steps held on stale readings)" if stale else "")
+        + f"; train with: {train} --checkpoints {path}"
     )
     return 0
 

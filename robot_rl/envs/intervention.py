@@ -181,7 +181,9 @@ class InterventionWrapper(gym.Wrapper):
             raise TypeError(f"source must implement TeleopSource (poll, reset), got {source!r}")
         self.source = source
         self.config = config or InterventionConfig()
-        if max(self.config.translation_dims) >= env.action_space.shape[0]:
+        # the translation's entries matter only when it is rotated (a car's 2 entries have none)
+        tool = self.config.frame == "tool"
+        if tool and max(self.config.translation_dims) >= env.action_space.shape[0]:
             raise ValueError(
                 f"translation_dims {self.config.translation_dims} do not fit the action space "
                 f"{env.action_space.shape}"
