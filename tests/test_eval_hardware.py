@@ -109,6 +109,8 @@ def robot_eval(tmp_path_factory):
 
 def test_eval_on_the_robot_ends_cleanly(robot_eval):
     assert robot_eval.code == 0, robot_eval.output
+    # the drivers start before JAX's backend does: no fork under a multithreaded JAX
+    assert "os.fork() was called" not in robot_eval.output
 
 
 def test_eval_counts_the_operators_press_as_the_first_episodes_success(robot_eval):
@@ -126,6 +128,8 @@ def test_eval_summary_names_the_operator_and_the_hardware_trained_on(robot_eval)
     _, _, summary = robot_eval.records
     assert summary["success_rate"] == 0.5 and summary["episodes"] == 2
     assert summary["success_judged_by"] == "the operator (joy)"
+    assert summary["success_source"] == "operator" and summary["witnesses"] == {}
+    assert "success judged by the operator (joy); report" in robot_eval.output
     assert summary["trained_on"] == str(robot_eval.hardware)
 
 
@@ -138,6 +142,17 @@ def test_eval_refusals_are_one_line(tmp_path):
     assert "--operator keyboard|joy or --reward-classifier" in line
     line = one_line(run_cli("eval", "--checkpoint", str(checkpoint), "--operator", "joy"))
     assert "give --hardware" in line
+    # the ground truth judges only in a simulated cell (the twin posing as hardware is none)
+    line = one_line(
+        run_cli("eval", "--checkpoint", str(checkpoint), "--hardware", str(hardware),
+                "--judge", "cell-ground-truth")
+    )  # fmt: skip
+    assert "is not a simulated cell" in line and "a robot has no ground truth" in line
+    line = one_line(
+        run_cli("eval", "--checkpoint", str(checkpoint), "--hardware", str(hardware),
+                "--operator", "joy", "--judge", "classifier")
+    )  # fmt: skip
+    assert "--judge classifier needs --reward-classifier" in line
     done = run_cli(
         "eval", "--checkpoint", str(checkpoint), "--episodes", "1", "--on-twin", "--json-out"
     )
@@ -171,3 +186,86 @@ def test_learner_checkpoints_record_the_backend_up_robot_names(tmp_path):
         meta = read_metadata(latest_checkpoint(tmp_path / name / "checkpoints"))
         assert (meta["backend"], meta["hardware"]) == (backend, given)
         learner.ingest_log.close()
+
+
+def eager_classifier(path: Path, size: int) -> Path:
+    """A reward classifier on the front camera that says success on every frame (threshold
+    near 0): the false positives eval must not count when another source judges."""
+    from robot_rl.rewards.classifier import ClassifierConfig, RewardClassifier, save_classifier
+
+    config = ClassifierConfig(camera="front", image_size=size, threshold=1e-6)
+    return save_classifier(path, RewardClassifier.create(config), {})
+
+
+def test_a_classifier_that_the_operator_contradicts_is_warned_and_not_counted(tmp_path):
+    """The README's form with an operator beside it: the classifier fires at once, the operator
+    presses nothing: every episode is no success, each one warned in one line, the report
+    names the operator as the judge and counts the classifier's disagreements."""
+    hardware = twin_hardware(tmp_path)
+    with open(hardware, "a") as f:
+        f.write(
+            "  - name: front_camera\n"
+            "    executable: robot-rl-camera-twin\n"
+            "    role: camera\n"
+            "    camera: front\n"
+            "    namespace: /front_cam\n"
+            f"    parameters: {{task: {TASK}, camera: front, width: 32, height: 32}}\n"
+        )
+    checkpoint = robot_checkpoint(tmp_path / "run", str(hardware))
+    report = tmp_path / "report.jsonl"
+    done = run_cli(
+        "eval", "--checkpoint", str(checkpoint), "--hardware", str(hardware),
+        "--reward-classifier", str(eager_classifier(tmp_path / "classifier", 32)),
+        "--operator", "joy", "--operator-wait", "0.5", "--episodes", "2",
+        "--ros.use-sim-time", "True", "--report", str(report), "--grace", "10",
+        timeout=600,
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "success judged by the operator (joy), witnesses: classifier" in output
+    for episode in (1, 2):
+        assert (
+            f"warning: episode {episode}: the reward classifier says success, the operator "
+            "(the judge) says no success" in output
+        )
+    *episodes, summary = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [e["success"] for e in episodes] == [False, False]
+    assert all(e["verdicts"] == {"operator": False, "classifier": True} for e in episodes)
+    assert summary["success_rate"] == 0.0 and summary["success_source"] == "operator"
+    assert summary["witnesses"] == {"classifier": {"disagreed": 2, "episodes": 2}}
+    assert summary["failure_rate"] == 0.0  # cut by an unconfirmed claim, not failed
+    assert "classifier disagreed with it on 2 of 2 episodes" in output
+    assert "os.fork() was called" not in output
+
+
+def test_in_the_fr3_cell_the_ground_truth_may_judge_and_the_report_says_so(tmp_path):
+    """``--judge cell-ground-truth``: the cell's /sim/objects/* scores (evaluation only); a
+    classifier that fires on every frame is a witness, warned against at each episode."""
+    pytest.importorskip("franky")
+    pytest.importorskip("franky_sim")
+    from franka_harness import loopback_host
+    from test_fr3_sim_cell import cell_hardware
+
+    hardware = cell_hardware(loopback_host(31), tmp_path)
+    checkpoint = robot_checkpoint(tmp_path / "run", str(hardware))
+    report = tmp_path / "report.jsonl"
+    done = run_cli(
+        "eval", "--checkpoint", str(checkpoint), "--hardware", str(hardware),
+        "--judge", "cell-ground-truth",
+        "--reward-classifier", str(eager_classifier(tmp_path / "classifier", 64)),
+        "--episodes", "1", "--ready-timeout", "300", "--report", str(report), "--json-out",
+        timeout=600,
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "SUCCESS JUDGED BY THE CELL'S GROUND TRUTH" in output
+    assert (
+        "warning: episode 1: the reward classifier says success, the cell's ground truth "
+        "(the judge) says no success" in output
+    )
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["success_source"] == "cell-ground-truth"
+    assert summary["success_judged_by"] == "the cell's ground truth (/sim/objects/*)"
+    assert summary["success_rate"] == 0.0
+    assert summary["witnesses"] == {"classifier": {"disagreed": 1, "episodes": 1}}
+    assert "os.fork() was called" not in output

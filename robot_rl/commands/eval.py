@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 
@@ -45,7 +46,17 @@ class EvalConfig(OperatorOptions):
     """Evaluate on the robot of this hardware file (hardware/*.yaml) instead of the twin;
     success from --operator or --reward-classifier, never from the twin."""
     reward_classifier: str | None = None
-    """With --hardware: a reward classifier checkpoint that judges success."""
+    """With --hardware: a reward classifier checkpoint that says success (the judge when there
+    is no operator; else a witness whose disagreements are reported)."""
+    judge: Literal["auto", "operator", "classifier", "task", "cell-ground-truth"] = "auto"
+    """With --hardware: who decides each episode's success; the other sources the run has are
+    witnesses, and each disagreement is one warning line. 'auto': the operator with
+    --operator, else the classifier, else the task where it scores from the robot's own
+    readings. 'cell-ground-truth': a simulated cell's ground truth (/sim/objects/*),
+    evaluation only, refused on real hardware."""
+    operator_wait: float = 3.0
+    """With --hardware and --operator: seconds the operator has to press success after another
+    source said it (as a person does a moment later), before the operator's verdict is no."""
     operator_starts_episodes: bool = False
     """With --hardware and --operator: after each reset wait for the operator's success key or
     button (the scene set up again by hand) before the episode starts."""
@@ -70,12 +81,14 @@ class EvalConfig(OperatorOptions):
             raise UserError("--episodes must be >= 1")
         self.check_operator()
         if self.hardware is None:
-            if self.operator != "off" or self.reward_classifier:
+            if self.operator != "off" or self.reward_classifier or self.judge != "auto":
                 raise UserError(
-                    "--operator and --reward-classifier judge success on a robot: give "
+                    "--operator, --reward-classifier and --judge judge success on a robot: give "
                     "--hardware FILE (on the twin the task's ground truth judges it)"
                 )
             return
+        if self.operator_wait < 0:
+            raise UserError("--operator-wait must be >= 0")
         if self.on_twin:
             raise UserError("--on-twin and --hardware exclude each other")
         if self.operator_starts_episodes and self.operator == "off":
@@ -110,8 +123,7 @@ def run(config: EvalConfig) -> int:
             print(json.dumps(summary))
         else:
             _print_result(console, f"{summary['task']} on {summary['hardware']}", path, summary)
-            console.print(f"success judged by {summary['success_judged_by']}; report "
-                          f"{summary['report']}")  # fmt: skip
+            console.print(judge_line(summary))
         return 0
     return _evaluate_on_twin(config, path, meta, console)
 
@@ -179,6 +191,18 @@ def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) ->
     if recorder:
         console.print(f"video: {out['video']}")
     return 0
+
+
+def judge_line(summary: dict) -> str:
+    """The summary's last line: who judged, how often each witness disagreed, the report."""
+    line = f"success judged by {summary['success_judged_by']}"
+    if summary["success_source"] == "cell-ground-truth":
+        line = f"[bold yellow]{line.upper()}[/] (a simulated cell's; evaluation only)"
+    for witness, seen in summary.get("witnesses", {}).items():
+        verb = "[yellow]disagreed[/] with it" if seen["disagreed"] else "agreed with it"
+        count = f"on {seen['disagreed']} of" if seen["disagreed"] else "on all"
+        line += f"; {witness} {verb} {count} {seen['episodes']} episodes"
+    return f"{line}; report {summary['report']}"
 
 
 def _print_result(console: Console, label: str, path, out: dict) -> None:

@@ -3,9 +3,12 @@
 The checkpoint's policy acts on the robot through the ROS 2 backend, as the actor of ``up robot``
 does: the hardware file names the robot's and the cameras' namespaces and (unless
 ``--no-start-drivers``) the driver nodes, which are started and brought to ``active`` first, as
-``up robot`` does, and stopped at the end. The task runs in robot mode, so nothing reads a twin
-reading: success comes from the operator's key or button (``--operator``) or from the reward
-classifier (``--reward-classifier``), never from the twin's ground truth.
+``up robot`` does, and stopped at the end (``runtime/driver_bringup.py``). The task runs in robot
+mode, so nothing reads a twin reading: one judge says each episode's success, the operator's key
+or button (``--operator``), the reward classifier (``--reward-classifier``) or the task where it
+scores from the robot's own readings; the other sources are witnesses whose disagreements are
+warned and counted (``runtime/eval_judge.py``). Only in a simulated cell, and only when asked
+(``--judge cell-ground-truth``), does the cell's ground truth judge, and the report says so.
 
 Every episode prints one progress line and appends one JSON line to the report as it ends, so an
 interrupted evaluation keeps what it measured; the last line is the summary (success rate with
@@ -41,56 +44,149 @@ def robot_observation_mode(meta: dict, where: str):
     return dataclasses.replace(mode, privileged_state=False, robot_mode=True)
 
 
-def check_success_source(task: str, cfg) -> str:
-    """Who judges success on the robot; refuses a task that would need the twin for it."""
+JUDGE_NAMES = {
+    "classifier": "the reward classifier",
+    "cell-ground-truth": "the cell's ground truth (/sim/objects/*)",
+}
+
+
+def is_simulated_cell(hardware) -> bool:
+    """Whether a hardware file's nodes include a simulated cell's (``sim/cells``): the only
+    setups with a ground truth."""
+    from robot_rl.drivers.registry import DEVICES
+
+    return any(
+        n.device_type in DEVICES and DEVICES[n.device_type].module.startswith("robot_rl.sim.")
+        for n in hardware.nodes
+    )
+
+
+def choose_judge(task: str, cfg, hardware=None) -> tuple[str, tuple[str, ...], str]:
+    """(judge, witnesses, the judge in words): the one source that decides success on the
+    robot (``--judge``; auto: the operator, else the classifier, else the task where it scores
+    from the robot's own readings) and the other sources the run has. Refuses a task that
+    would need the twin for it, and the cell's ground truth on real hardware."""
     from robot_rl.runtime.observation_mode import _task_class
 
-    sources = []
+    available = []
     if cfg.operator != "off":
-        sources.append(f"the operator ({cfg.operator})")
+        available.append("operator")
     if cfg.reward_classifier:
-        sources.append("the reward classifier")
-    if not sources:
-        if _task_class(task).reward_needs_twin:
+        available.append("classifier")
+    if not _task_class(task).reward_needs_twin:
+        available.append("task")
+    judge = getattr(cfg, "judge", "auto")
+    if judge == "cell-ground-truth":
+        if hardware is None or not is_simulated_cell(hardware):
+            raise UserError(
+                f"--judge cell-ground-truth: {cfg.hardware} is not a simulated cell, and a "
+                "robot has no ground truth: judge with --operator keyboard|joy"
+            )
+        witnesses = tuple(a for a in available if a != "task")  # the same score
+    elif judge == "auto":
+        if not available:
             raise UserError(
                 f"eval --hardware: {task}'s success reads the twin's object poses, which a robot "
                 "does not have; say who judges it: --operator keyboard|joy or "
-                "--reward-classifier DIR"
+                "--reward-classifier DIR (in a simulated cell also --judge cell-ground-truth)"
             )
-        return f"the task ({task} scores from the robot's own readings)"
-    return " or ".join(sources)
+        judge, witnesses = available[0], tuple(available[1:])
+    else:
+        if judge not in available:
+            needs = {"operator": "--operator keyboard|joy", "classifier": "--reward-classifier"}
+            raise UserError(
+                f"--judge {judge} needs "
+                + needs.get(judge, f"a task that scores from the robot's readings ({task} reads "
+                                   "the twin)")
+            )  # fmt: skip
+        witnesses = tuple(a for a in available if a != judge)
+    names = {
+        **JUDGE_NAMES,
+        "operator": f"the operator ({cfg.operator})",
+        "task": f"the task ({task} scores from the robot's own readings)",
+    }
+    return judge, witnesses, names[judge]
+
+
+def check_success_source(task: str, cfg) -> str:
+    """Who judges success on the robot, in words (``choose_judge``)."""
+    return choose_judge(task, cfg)[2]
 
 
 def evaluate_on_hardware(cfg, checkpoint: Path, meta: dict, console) -> dict:
-    """Evaluate ``checkpoint`` on the robot of ``cfg.hardware``; returns the summary."""
-    from robot_rl.agents.checkpoint import read_config, restore_agent
-    from robot_rl.agents.sac import SACAgent
+    """Evaluate ``checkpoint`` on the robot of ``cfg.hardware``; returns the summary.
+
+    The drivers start before the agent is built: JAX's backend warns at every fork once it
+    runs (``os.fork() was called ... JAX is multithreaded``), and starting a driver forks."""
+    import contextlib
+
     from robot_rl.envs.task import make_task
     from robot_rl.hardware import load_hardware
-    from robot_rl.rewards.reward_sources import with_reward_sources
-    from robot_rl.runtime.environments import make_env
-    from robot_rl.runtime.evaluation import evaluate
+    from robot_rl.runtime.driver_bringup import drivers_up
 
     hardware = load_hardware(cfg.hardware)
     task_name = cfg.task or meta.get("task")
     mode = robot_observation_mode(meta, str(checkpoint))
-    options = mode.task_options(task_name)
-    judge = check_success_source(task_name, cfg)
+    judge, witnesses, judged_by = choose_judge(task_name, cfg, hardware)
+    # the cell's ground truth: the task scores itself from /sim/objects/* (evaluation only)
+    options = mode.task_options(
+        task_name, ground_truth=True if judge == "cell-ground-truth" else None
+    )
     task = make_task(task_name, **options)
     hardware.check_task(task)
-    template = SACAgent.create(
-        0, task.observation_space(), task.action_space(), read_config(checkpoint)
-    )
-    agent = restore_agent(checkpoint, template)
     report = Path(cfg.report) if cfg.report else default_report(checkpoint, hardware.name)
     report.parent.mkdir(parents=True, exist_ok=True)
     trained_on = meta.get("hardware") or meta.get("backend", "twin")
     console.print(
         f"[bold]eval[/] {task_name} @ {checkpoint.name} (trained on {trained_on}) on "
-        f"{hardware.name} ({cfg.hardware}): {cfg.episodes} episodes; success judged by {judge}; "
-        f"report {report}"
+        f"{hardware.name} ({cfg.hardware}): {cfg.episodes} episodes; success judged by "
+        f"{judged_by}" + (f", witnesses: {', '.join(witnesses)}" if witnesses else "")
+        + f"; report {report}"
+    )  # fmt: skip
+    if judge == "cell-ground-truth":
+        console.print(
+            "[bold yellow]SUCCESS JUDGED BY THE CELL'S GROUND TRUTH[/] (/sim/objects/*: a "
+            "simulated cell's, for evaluation only; a robot has none)"
+        )
+    elif judge == "classifier" and not witnesses:
+        console.print(
+            "[yellow]warning:[/] success judged by the reward classifier alone, which nothing "
+            "checks: add --operator joy|keyboard (or, in a simulated cell, --judge "
+            "cell-ground-truth)"
+        )
+    if cfg.start_drivers:
+        bringup = drivers_up(
+            cfg.hardware, report.with_suffix("") / "logs", console, cfg.ready_timeout, cfg.grace
+        )
+    else:
+        bringup = contextlib.nullcontext()
+    with bringup:
+        result, judged = _run_episodes(cfg, checkpoint, task, task_name, options, hardware,
+                                       (judge, witnesses), report, console)  # fmt: skip
+    summary = {
+        "kind": "summary", "checkpoint": str(checkpoint), "task": task_name,
+        "step": meta.get("step"), "hardware": str(cfg.hardware), "trained_on": trained_on,
+        "success_judged_by": judged_by, **judged, **result.as_dict(),
+        "cycle_time_s": result.length_mean / task.control_hz, "report": str(report),
+    }  # fmt: skip
+    _append(report, summary)
+    return summary
+
+
+def _run_episodes(cfg, checkpoint, task, task_name, options, hardware, sources, report, console):
+    """The episodes, with the drivers up: (the evaluation's result, the judge's report)."""
+    from robot_rl.agents.checkpoint import read_config, restore_agent
+    from robot_rl.agents.sac import SACAgent
+    from robot_rl.rewards.reward_sources import with_reward_sources
+    from robot_rl.runtime.environments import make_env
+    from robot_rl.runtime.eval_judge import SuccessJudge, TaskSuccessRecord
+    from robot_rl.runtime.evaluation import evaluate
+
+    template = SACAgent.create(
+        0, task.observation_space(), task.action_space(), read_config(checkpoint)
     )
-    supervisor = _start_drivers(cfg, hardware, report, console) if cfg.start_drivers else None
+    agent = restore_agent(checkpoint, template)
+    judge, witnesses = sources
     env = None
     try:
         ros = dataclasses.replace(
@@ -99,15 +195,21 @@ def evaluate_on_hardware(cfg, checkpoint: Path, meta: dict, console) -> dict:
             camera_namespaces=dict(hardware.cameras),
             node_name=cfg.ros.node_name or "eval",
         )
-        build = lambda opts: make_env("ros", task_name, "", cfg.seed, opts, ros=ros)
+
+        def build(opts):
+            return TaskSuccessRecord(make_env("ros", task_name, "", cfg.seed, opts, ros=ros))
+
         env = with_reward_sources(
             build, options, reward_classifier=cfg.reward_classifier, operator=cfg,
             robot_mode=True, log=console.print,
         )  # fmt: skip
+        device = getattr(env, "operator", None)
         if cfg.operator_starts_episodes:
             from robot_rl.rewards.operator import OperatorStartsEpisodes
 
-            env = OperatorStartsEpisodes(env, env.operator, log=console.print)
+            env = OperatorStartsEpisodes(env, device, log=console.print)
+        env = SuccessJudge(env, judge, witnesses, device, cfg.operator_wait, log=console.print)
+        judged = env
         tally = {"episodes": 0, "successes": 0}
 
         def on_episode(figures: dict) -> None:
@@ -121,7 +223,7 @@ def evaluate_on_hardware(cfg, checkpoint: Path, meta: dict, console) -> dict:
                 f"{figures['return']:.2f} | success so far {tally['successes']}/"
                 f"{tally['episodes']}"
             )
-            _append(report, {"kind": "episode", **figures})
+            _append(report, {"kind": "episode", **figures, "verdicts": dict(judged.verdicts)})
 
         def on_start(episode: int) -> None:
             console.print(f"episode {episode + 1}/{cfg.episodes}: running")
@@ -131,46 +233,9 @@ def evaluate_on_hardware(cfg, checkpoint: Path, meta: dict, console) -> dict:
     finally:
         if env is not None:
             env.close()
-        if supervisor is not None:
-            supervisor.stop(cfg.grace)
-    summary = {
-        "kind": "summary", "checkpoint": str(checkpoint), "task": task_name,
-        "step": meta.get("step"), "hardware": str(cfg.hardware), "trained_on": trained_on,
-        "success_judged_by": judge, **result.as_dict(),
-        "cycle_time_s": result.length_mean / task.control_hz, "report": str(report),
-    }  # fmt: skip
-    _append(report, summary)
-    return summary
+    return result, judged.report()
 
 
 def _append(report: Path, record: dict) -> None:
     with open(report, "a") as f:
         f.write(json.dumps(record) + "\n")
-
-
-def _start_drivers(cfg, hardware, report: Path, console):
-    """The hardware file's nodes as ``up robot`` starts them, each brought to active."""
-    from robot_rl.runtime.node_readiness import StackFailed, wait_until_active
-    from robot_rl.runtime.supervisor import Supervisor
-
-    missing = hardware.missing_executables()
-    if missing:
-        raise UserError(
-            f"{cfg.hardware} names driver executables that are not installed: "
-            f"{', '.join(sorted(set(missing)))}"
-        )
-    supervisor = Supervisor(report.with_suffix("") / "logs")
-    from robot_rl.stack import driver_processes
-
-    nodes = driver_processes(hardware)
-    try:
-        for spec in nodes:
-            supervisor.start(spec)
-        wait_until_active(supervisor, nodes, cfg.ready_timeout, console)
-    except StackFailed as err:
-        supervisor.stop(cfg.grace)
-        raise UserError(f"the robot's drivers did not come up: {err}") from None
-    except BaseException:
-        supervisor.stop(cfg.grace)
-        raise
-    return supervisor
