@@ -82,6 +82,8 @@ class TransportClient:
         self._stats_lock = threading.Lock()
         self._stop = threading.Event()
         self._welcomed = threading.Event()
+        self._listening = False
+        """A TCP connection to the learner's address came up (something listens there)."""
         self._thread = threading.Thread(target=self._run, name="transport-client", daemon=True)
 
     # ------------------------------------------------------------------------- main thread
@@ -246,6 +248,8 @@ class TransportClient:
         """Turn ZeroMQ's handshake failures and a long silence into one clear warning each."""
         while monitor.poll(0):
             event = recv_monitor_message(monitor)["event"]
+            if event == zmq.EVENT_CONNECTED:
+                self._listening = True
             problem = _HANDSHAKE_PROBLEMS[self._keys is not None].get(event)
             if problem and problem != self._handshake_problem:
                 self._handshake_problem = problem
@@ -255,19 +259,33 @@ class TransportClient:
             and not self._welcomed.is_set()
             and now - self._last_answer > SILENCE_WARNING_AFTER
         ):
-            self.silence_reason = self._handshake_problem or (
-                "is it running and listening there? "
-                + (
-                    "Does it accept this actor's key, and is --learner-public-key its key?"
-                    if self._keys is not None
-                    else "If it was started with --curve-secret-key, this actor needs keys too "
-                    "(--curve-secret-key, --learner-public-key)."
-                )
-            )
+            self.silence_reason = self._handshake_problem or self._silence_cause()
             logger.warning(
                 "nothing answers at %s after %.0f s: %s",
                 self.endpoint, now - self._started, self.silence_reason,
             )  # fmt: skip
+
+    def _silence_cause(self) -> str:
+        """Why nothing answered, as far as this side can tell: a learner that needs keys this
+        actor lacks fails the handshake (``_HANDSHAKE_PROBLEMS``), so without such a failure
+        keys are not the likely cause; a learner that has not bound its port yet (still
+        starting) or runs elsewhere is."""
+        if self._keys is not None:
+            keys = " Does it accept this actor's key, and is --learner-public-key its key?"
+        else:
+            keys = ""
+        if self._listening:  # a silent handshake failure cannot be ruled out
+            keys = keys or (
+                " Or, if it was started with --curve-secret-key, this actor needs keys too "
+                "(--curve-secret-key, --learner-public-key)."
+            )
+            return "it listens but has not answered yet: still starting (loading, compiling)?" + (
+                keys
+            )
+        return (
+            "nothing listens there yet: the learner may still be starting (it binds its port "
+            "once loaded), or it is not running at this address." + keys
+        )
 
     def _on_welcome(self, message: dict) -> int:
         next_seq = msg.non_negative(message, "next_seq")
@@ -344,7 +362,8 @@ class TransportClient:
 
 
 _HANDSHAKE_EVENTS = (
-    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    zmq.EVENT_CONNECTED
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
     | zmq.EVENT_HANDSHAKE_FAILED_AUTH
     | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
 )
