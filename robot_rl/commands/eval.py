@@ -170,6 +170,7 @@ def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) ->
     control_hz = getattr(getattr(env, "task", None), "control_hz", None)
     label = task if backend == "twin" else env_id
     out = {"checkpoint": str(path), "task": label, "step": meta.get("step"), **result.as_dict()}
+    out["success_source"] = "twin-ground-truth" if backend == "twin" else "env"
     if trained_on_robot:
         out["evaluated_on"] = "twin"
         out["trained_on"] = meta.get("hardware") or "robot"
