@@ -60,6 +60,8 @@ def _teleop_source(env, config, teleop=None):
     return TeleopDemoSource(env, config, teleop)
 
 
+STEP_BOUND = 3
+"""An episode takes at most this many times its frames in steps (left-out steps included)."""
 SOURCES = {"expert-mix": ExpertMixSource, "teleop": _teleop_source}
 """Who acts, built from (env, config, teleop): the twin's expert mix, or the operator."""
 
@@ -163,20 +165,24 @@ def record_labels(
             _reset = getattr(labeler, "reset", None)
             if callable(_reset):
                 _reset()
-            before, success_at, frame = len(labels), None, True
-            for step in range(max_steps + 1):
+            before, success_at, frame, steps = len(labels), None, True, 0
+            while True:
+                taken = len(labels) - before  # frames of this episode so far
                 if frame:
                     images.append(obs[config.camera])
                     labels.append(labeler.label(env, obs))
                     episodes.append(episode)
+                    taken += 1
                     if labels[-1] and success_at is None:
-                        success_at = step
-                if step == max_steps or (
-                    success_at is not None and step - success_at >= config.hold_steps
-                ):
+                        success_at = taken - 1
+                held = success_at is not None and taken - 1 - success_at >= config.hold_steps
+                # a left-out step does not count toward the episode's frames, only toward a
+                # bound on its steps (a camera that stays stale ends it)
+                if taken > max_steps or held or steps >= STEP_BOUND * (max_steps + 1):
                     break
                 # termination is ignored: frames after success (held, or dropped) are wanted too
                 obs, _, _, _, info = env.step(source.act(env, obs))
+                steps += 1
                 # a stale step's observation is the last good one again; nobody at a silent
                 # device (a dead link) labels what the camera shows
                 frame = not info.get("stale") and source.fresh
