@@ -217,3 +217,43 @@ def test_a_labeller_that_answers_at_once_is_not_deferred():
     step = loop.step(act(BRIGHT))
     assert loop.held == 0 and step.ended is None and step.info["classifier_rejected"]
     assert (stored[0].reward, stored[0].terminated) == (0.0, False)
+
+
+def test_the_fine_tune_on_the_answers_runs_beside_the_loop_and_swaps_the_classifier_when_done():
+    """A fine-tune takes seconds on a CPU (10 s measured in the cell): with deferred labels it
+    runs on a thread, and the loop steps on with the classifier it has until then."""
+    import threading
+
+    release, started = threading.Event(), threading.Event()
+    tuned = BrightIsSuccess()
+
+    class SlowTune(FalsePositiveRelabeler):
+        def update(self):
+            started.set()
+            assert release.wait(60.0)
+            self.updates += 1
+            self.classifier = tuned
+            return tuned
+
+    env = CountingEnv()
+    device = Device()
+    base = LabelSet(np.zeros((2, SIZE, SIZE, 3), np.uint8), [0, 1], [0, 1])
+    labeler = OperatorLabeler(device, timeout=60.0, log=lambda _: None)
+    relabeler = SlowTune(BrightIsSuccess(), base, labeler, RelabelConfig(update_every=2))
+    relabeler.defer = True
+    wrapped = ClassifierReward(env, BrightIsSuccess(), relabeler=relabeler)
+    loop = EpisodeLoop(wrapped, lambda t: None)
+    loop.reset()
+    for _ in range(2):  # two answered false positives: a fine-tune is due
+        loop.step(act(BRIGHT))
+        device.push(REJECT)
+        loop.step(act(DARK))
+    assert started.wait(60.0)
+    for _ in range(5):  # the loop goes on while the head is tuned
+        loop.step(act(DARK))
+    assert env.steps == 9 and relabeler.updates == 0 and wrapped.classifier is not tuned
+    release.set()
+    wrapped.close()  # waits for the fine-tune under way
+    assert relabeler.updates == 1 and relabeler.classifier is tuned
+    loop.step(act(DARK))
+    assert wrapped.classifier is tuned  # the next step scores with the fine-tuned head

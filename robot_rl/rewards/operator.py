@@ -68,8 +68,9 @@ class OperatorOptions:
     reject_button: int = REJECT_BUTTON
     """Joy: the /teleop/joy button index that rejects a classifier's success."""
     label_timeout: float = 10.0
-    """Seconds to wait for the operator's answer when the classifier fires; no answer within
-    it counts as a reject (logged)."""
+    """Seconds the operator has to answer when the classifier fires; no answer within it
+    counts as a reject (logged). The actor goes on meanwhile (the episode ends as a tentative
+    success); eval and record commands wait for the answer."""
 
     def check_operator(self) -> None:
         if self.operator not in OPERATOR_DEVICES:

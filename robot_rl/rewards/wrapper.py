@@ -101,6 +101,14 @@ class ClassifierReward(RobotEnvWrapper):
         self._streak = 0
         return self._observation(obs), info
 
+    def close(self):
+        try:
+            finish = getattr(self.relabeler, "finish", None)
+            if finish is not None:
+                finish()  # a fine-tune under way saves what it learnt
+        finally:
+            super().close()
+
     def _follow_relabeler(self) -> None:
         self.classifier = self.relabeler.classifier  # fine-tuned when enough were labelled
         if not self._fixed_threshold:  # and its threshold re-set to keep its recall
