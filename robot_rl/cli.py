@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -147,21 +148,92 @@ def main(argv: Sequence[str] | None = None) -> int:
     flag = getattr(module, "ROS_ARGS_FLAG", None)  # the rest of the line goes to the nodes
     if flag and flag in rest:
         rest, ros_args = rest[: rest.index(flag)], tuple(rest[rest.index(flag) + 1 :])
-    try:
-        if getattr(module, "CONFIG_FILE", False):  # --config FILE: the whole config, as a file
-            from robot_rl.config_file import parse_args
+    from robot_rl.runtime import stopping
 
-            config = parse_args(config_cls, rest, prog=f"{PROG} {name}", description=description)
-        else:
-            config = tyro.cli(config_cls, args=rest, prog=f"{PROG} {name}", description=description)
+    try:
+        with _one_line_parse_errors(f"{PROG} {name}"):
+            if getattr(module, "CONFIG_FILE", False):  # --config FILE: the whole config
+                from robot_rl.config_file import parse_args
+
+                config = parse_args(
+                    config_cls, rest, prog=f"{PROG} {name}", description=description
+                )
+            else:
+                config = tyro.cli(
+                    config_cls, args=rest, prog=f"{PROG} {name}", description=description
+                )
         if ros_args is not None:
             config = dataclasses.replace(config, ros_args=(*config.ros_args, *ros_args))
-        return int(module.run(config) or 0)
+        stopping.sigterm_as_sigint()  # SLURM, docker stop, systemd: a graceful stop, as Ctrl-C
+        return stopping.interrupted_exit_code(int(module.run(config) or 0))
     except SystemExit as err:  # --help, a bad option, or a command that calls sys.exit
-        return _exit_code(err)
+        return stopping.interrupted_exit_code(_exit_code(err))
     except UserError as err:  # bad input: one line, no traceback (robot_rl/errors.py)
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a command without a stop path of its own: one line
+        print(f"{PROG} {name}: stopped ({stopping.stop_name()})", file=sys.stderr)
+        return stopping.interrupted_exit_code()
+
+
+_BOX = re.compile(r"^[\s│╭╰─╮╯┃┏┗━]*|[\s│╭╰─╮╯┃┓┛━]*$")
+
+
+def condense_parse_error(text: str, prog: str) -> str | None:
+    """tyro's boxed message for a bad option, as one line that names the option; None when
+    ``text`` has no such box (printed as it is)."""
+    # the box's title line (╭─ Value error ─╮) is left out: the message says it
+    lines = [_BOX.sub("", ln) for ln in text.splitlines() if not ln.lstrip().startswith("╭")]
+    paragraphs, current = [], []
+    for line in lines:
+        if not line or set(line) <= set("─━ "):
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            continue
+        current.append(line)
+    if current:
+        paragraphs.append(" ".join(current))
+    paragraphs = [p for p in paragraphs if not p.startswith(("For full helptext", "Argument "))]
+    if not paragraphs:
+        return None
+    first = paragraphs[0]
+    if first.startswith("Missing from"):
+        missing = ", ".join(re.findall(r"(--[\w.-]+)", first))
+        return f"missing required option {missing} (see {prog} --help)"
+    parsing = re.match(
+        r"Error parsing (\S+): no type matching (.+) could be instantiated from \[(.*)\]", first
+    )
+    if parsing:
+        option, kind, value = parsing.groups()
+        kind = kind.replace("{None}|", "").strip().rstrip(".")
+        kind = {"INT": "an integer", "FLOAT": "a number"}.get(kind, kind)
+        return f"{option}: {value} is not {kind.rstrip('.')} (see {prog} --help)"
+    return f"{first.rstrip('.')} (see {prog} --help)"
+
+
+class _one_line_parse_errors:
+    """Collect what the parser writes to stderr; a failed parse becomes ``error: <one line>``
+    naming the option, anything else (a warning, --help's own exit) is passed on unchanged."""
+
+    def __init__(self, prog: str):
+        self.prog = prog
+
+    def __enter__(self):
+        import io
+
+        self._saved, sys.stderr = sys.stderr, io.StringIO()
+        return self
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        captured, sys.stderr = sys.stderr.getvalue(), self._saved
+        failed = kind is SystemExit and _exit_code(value) != 0
+        line = condense_parse_error(captured, self.prog) if failed else None
+        if line is not None:
+            print(f"error: {line}", file=sys.stderr)
+        elif captured:
+            sys.stderr.write(captured)
+        return False
 
 
 if __name__ == "__main__":

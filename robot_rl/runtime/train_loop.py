@@ -5,6 +5,7 @@ the learning core directly (the distributed runtime: docs/ARCHITECTURE.md, "One 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from rich.console import Console
 from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
 from robot_rl.agents.pretrained import create_agent
+from robot_rl.errors import UserError
 from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.environments import BACKENDS, make_env
 from robot_rl.runtime.episode_loop import EPISODE_SCALARS, EpisodeLoop
@@ -28,8 +30,10 @@ from robot_rl.runtime.interventions import (
 )
 from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, LearningCore, checkpoint_metadata
 from robot_rl.runtime.observation_mode import ObservationMode
+from robot_rl.runtime.progress import JobProgress, format_seconds
 from robot_rl.runtime.recipes import resolve
 from robot_rl.runtime.run_dir import RunLogger
+from robot_rl.runtime.stopping import stop_name
 
 
 @dataclass
@@ -98,6 +102,11 @@ class TrainConfig(ObservationMode):
     interventions: Literal["off", "sim", "ros"] = "off"
     """Operator takeovers while training: 'sim' is the twin's simulated human (scripted expert),
     'ros' an operator on the /teleop/twist and /teleop/joy topics (any teleop node)."""
+    wandb: bool = False
+    """Also log to Weights & Biases, beside TensorBoard (needs the wandb extra; WANDB_MODE=offline
+    keeps the run on disk). Off: wandb is not imported."""
+    wandb_project: str = "robot_rl"
+    """The Weights & Biases project of --wandb runs."""
     agent: AgentConfig = field(default_factory=lambda: TRAIN_AGENT)
     """The agent: RLPD's ensemble (10 critics, min over 2) with SERL's initial temperature 0.01,
     which suits rewards of about 1 per step (agents/config.py's TRAIN_AGENT)."""
@@ -164,6 +173,11 @@ def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     """Train and return the final evaluation summary (also written to run_dir/summary.json)."""
     cfg = resolve(cfg)
     cfg.validate()
+    if cfg.wandb:  # before anything starts: asked for and not installed is one line
+        from robot_rl.runtime.wandb_log import MISSING
+
+        if importlib.util.find_spec("wandb") is None:
+            raise UserError(MISSING)
     console = console or Console(soft_wrap=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = Path(cfg.run_dir or f"runs/{cfg.run_name}-{cfg.backend}-s{cfg.seed}-{stamp}")
@@ -207,6 +221,13 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
     core.spread(console.print)
 
     logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
+    if cfg.wandb:
+        from robot_rl.runtime.wandb_log import WandbLogger
+
+        logger = WandbLogger(
+            logger, project=cfg.wandb_project, name=run_dir.name,
+            config=dataclasses.asdict(cfg), run_dir=run_dir,
+        )  # fmt: skip
     relabeler = None
     if cfg.relabel_false_positives:
         from robot_rl.rewards.labelers import GroundTruthLabeler
@@ -244,9 +265,12 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
     )  # fmt: skip
     # A person at the teleop device needs the twin at the task's rate, not as fast as it can go.
     operator_pace = realtime_pace(env, cfg.interventions, cfg.backend)
+    # a bar on a terminal; in a log file the progress lines below carry the ETA
+    progress = JobProgress("train", cfg.total_steps, console=console, start=start_step, lines=False)
     try:
         for step in range(start_step + 1, cfg.total_steps + 1):
             ended = loop.step(policy).ended
+            progress.update(step)
             if operator_pace is not None:
                 operator_pace.sleep()
             if ended is not None:
@@ -285,7 +309,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                     f"train success (last 20) {loop.recent_success_rate() or 0:.0%} | "
                     f"{hil_part}"
                     f"{(step - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
-                    f"{ups:.0f} updates/s"
+                    f"{ups:.0f} updates/s | ETA {format_seconds(progress.eta())}"
                 )
                 loop_start, last_log_step = time.perf_counter(), step
                 updates_at_log, seconds_at_log = core.updates, core.update_seconds
@@ -296,13 +320,16 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                 if not done and step % cfg.checkpoint_every:
                     checkpoint_now(step)
                 break
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (robot_rl.runtime.stopping)
+        progress.close()
         # Keep what this run learned: the agent and every stored transition up to this step.
         checkpoint_now(core.received)
         console.print(
-            f"[yellow]interrupted[/] at step {core.received}: checkpoint written, --resume goes on"
+            f"[yellow]stopped ({stop_name()})[/] at step {core.received}: checkpoint written, "
+            "--resume goes on"
         )
         raise
+    progress.close()
 
     summary = {
         "run_dir": str(run_dir),

@@ -1,0 +1,52 @@
+"""SIGTERM is a graceful stop wherever SIGINT is.
+
+SLURM, ``docker stop``, systemd and ``kill`` send SIGTERM; a person at the terminal sends SIGINT.
+``sigterm_as_sigint()`` (the ``robot-rl`` command line installs it) makes SIGTERM raise
+``Terminated``, a ``KeyboardInterrupt``, so every command's Ctrl-C path (the final checkpoint,
+its one line, its exit code) runs for both. The exit code says which it was: 130 for SIGINT,
+143 for SIGTERM (128 + the signal's number, as a shell reports a process killed by it).
+A command that handles SIGTERM itself (the learner, ``up``) replaces this handler while it runs.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+SIGINT_EXIT = 130
+SIGTERM_EXIT = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises ``KeyboardInterrupt``."""
+
+
+_received: list[int] = []
+
+
+def _on_sigterm(signum, _frame) -> None:
+    _received.append(signum)
+    raise Terminated()
+
+
+def sigterm_as_sigint() -> bool:
+    """Install the SIGTERM handler (main thread only); returns whether it was installed."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    return True
+
+
+def terminated() -> bool:
+    """Whether this process has received SIGTERM."""
+    return bool(_received)
+
+
+def stop_name() -> str:
+    """How the run was stopped, for its one line: 'SIGTERM' or 'Ctrl-C'."""
+    return "SIGTERM" if _received else "Ctrl-C"
+
+
+def interrupted_exit_code(code: int = SIGINT_EXIT) -> int:
+    """A command's exit code once stopped: SIGINT's 130 becomes 143 after SIGTERM."""
+    return SIGTERM_EXIT if _received and code == SIGINT_EXIT else code
