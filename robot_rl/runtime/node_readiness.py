@@ -4,6 +4,7 @@ in the graph (a plain node), else the node named with its own error line. Shared
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ def wait_until_active(supervisor, nodes, timeout: float, console: Console) -> No
     the device and the node's own error line."""
     from robot_rl.ros.lifecycle_probe import LifecycleProbe
 
-    probe = LifecycleProbe()
+    probe = LifecycleProbe(f"robot_rl_probe_{os.getpid()}")  # unique: two commands may wait
     deadline = time.monotonic() + timeout
     try:
         pending = {f"{p.namespace.rstrip('/')}/{p.name}": p for p in nodes}
