@@ -32,7 +32,7 @@ import numpy as np
 from rich.console import Console
 
 from robot_rl.envs.robot_env import RobotEnvWrapper
-from robot_rl.errors import UserError
+from robot_rl.errors import UserError, print_error
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.rewards.operator_input import REJECT, SUCCESS
 from robot_rl.runtime.observation_mode import ObservationMode
@@ -174,11 +174,13 @@ class RecordDemosConfig(ObservationMode, OperatorOptions, RobotSessionOptions):
         return self.source or ("teleop" if self.hardware else "expert")
 
 
-def record_episode(env, source, rng: np.random.Generator, seed: int, rate=None, reset=None):
+def record_episode(
+    env, source, rng: np.random.Generator, seed: int, rate=None, reset=None, on_start=None
+):
     """One episode from ``source``; returns (DemoEpisode, success, figures). ``rate``: a
     ``robot_rl.runtime.rate.Rate`` that paces the steps (a person at the controls). ``reset``:
     how the episode's reset is made (``env`` and ``seed`` -> ``(obs, info)``; a robot
-    session's retries), default ``env.reset``.
+    session's retries), default ``env.reset``; ``on_start()`` is called once it is done.
 
     A stale step (``info["stale"]``: the robot held, the observation is the last good one) is
     left out of the episode and does not end it; it counts toward the task's episode length,
@@ -193,6 +195,8 @@ def record_episode(env, source, rng: np.random.Generator, seed: int, rate=None, 
         return {k: v for k, v in env.reading.items() if not k.startswith("image/")}
 
     obs, _ = reset(env, seed) if reset is not None else env.reset(seed=seed)
+    if on_start is not None:
+        on_start()
     started = time.monotonic()
     source.reset(env, rng)
     observations, readings = [obs], [device_reading()]
@@ -271,16 +275,33 @@ def _describe(figures: dict) -> str:
     return f"{figures['steps']} steps in {figures['seconds']:.1f} s{stale}"
 
 
+DEMO_MESSAGE_TYPES = (
+    "sensor_msgs/msg/Image",
+    "sensor_msgs/msg/JointState",
+    "geometry_msgs/msg/PoseStamped",
+    "geometry_msgs/msg/TwistStamped",
+    "geometry_msgs/msg/WrenchStamped",
+    "std_msgs/msg/Bool",
+)
+"""The ROS 2 message types a demonstration file holds (robot_rl.data.mcap_demos)."""
+
+
 def run(config: RecordDemosConfig, teleop=None) -> int:
     """Record; ``teleop``: a ``TeleopSource`` to use for --source teleop instead of --teleop's."""
     console = Console(soft_wrap=True)
     error = _config_error(config)
     if error:
-        console.print(f"[red]error:[/] {error}")
+        print_error(error)
         return 2
+    # the files are ROS 2 MCAP: without the message definitions (the ros extra) say so in one
+    # line now, not with a traceback after the first episode
+    from robot_rl.data.ros_schemas import message_definition
+
+    for type_name in DEMO_MESSAGE_TYPES:
+        message_definition(type_name)
     out = Path(config.out or f"demos/{config.task}-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and any(out.glob("*.mcap")):
-        console.print(f"[red]error:[/] {out} already holds .mcap files; choose another --out")
+        print_error(f"{out} already holds .mcap files; choose another --out")
         return 2
     if config.hardware is not None:
         return _run_on_robot(config, out, console, teleop)
@@ -296,7 +317,7 @@ def run(config: RecordDemosConfig, teleop=None) -> int:
     except ValueError as err:
         if env is not None:
             env.close()
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     try:
         return _record(config, env, source, out, console)
@@ -346,10 +367,10 @@ def _run_on_robot(config: RecordDemosConfig, out: Path, console: Console, teleop
         return 130
     except (ResetFailed, StackFailed) as err:
         stored = len(list(out.glob("*.mcap")))
-        console.print(f"[red]error:[/] {err}; {stored} episodes kept in {out}")
+        print_error(f"{err}; {stored} episodes kept in {out}")
         return 1
     except UserError as err:
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     finally:
         if judge is not None:
@@ -377,9 +398,13 @@ def _record(config: RecordDemosConfig, env, source, out: Path, console, session=
         attempts += 1
         if session is not None:
             session.check_drivers()
+        on_start = None
         if rate is not None or session is not None:
-            console.print(f"episode {attempts}: the robot is yours (seed {seed})")
-        episode, success, figures = record_episode(env, source, rng, seed, rate=rate, reset=reset)
+            line = f"episode {attempts}: the robot is yours (seed {seed})"
+            on_start = lambda line=line: console.print(line)
+        episode, success, figures = record_episode(
+            env, source, rng, seed, rate=rate, reset=reset, on_start=on_start
+        )
         if not success:
             why = (
                 "rejected by the operator"
