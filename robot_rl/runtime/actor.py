@@ -284,7 +284,7 @@ def _give_up_held(loop: EpisodeLoop, console: Console) -> None:
     except Exception as err:  # the outbox may be what failed
         console.print(f"[yellow]{held} transition(s) awaiting an answer not stored[/]: {err}")
         return
-    console.print(f"{held} transition(s) awaiting an answer stored as rejects (unanswered)")
+    console.print(f"{held} transition(s) awaiting an answer stored (an unanswered one as a reject)")
 
 
 class OutboxSink:
