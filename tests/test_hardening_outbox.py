@@ -124,3 +124,25 @@ def test_repair_of_a_sound_outbox_changes_nothing(tmp_path):
     assert (report["kept"], report["dropped"], report["damaged_segments"]) == (150, 0, 0)
     assert {p.name: p.read_bytes() for p in outbox.glob("seg-*.log")} == before
     assert not report["ack_reset"]
+
+
+def test_the_learner_s_ingest_log_is_repaired_like_an_outbox(tmp_path):
+    from robot_rl.data.durable_log import DurableLogError
+    from robot_rl.transport.ingest_log import IngestLog
+
+    ingest = tmp_path / "run" / "ingest"
+    log = IngestLog(ingest, fsync="never")
+    for batch in range(6):
+        log.append("a", 10 * batch, [transition(10 * batch + k) for k in range(10)])
+    log.close()
+    (segment,) = ingest.glob("ingest-*.log")
+    _damage_record(segment, 2)  # the batch of sequence numbers 20-29
+    with pytest.raises(DurableLogError, match="--repair-ingest-log"):
+        list(IngestLog(ingest, fsync="never").batches())
+    result = run_cli("learner", "--repair-ingest-log", "--run-dir", str(tmp_path / "run"))
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "kept 5 intact batches, dropped 1 from 1 damaged segment(s)" in out
+    assert "actor a lost sequence numbers 20-29" in out
+    firsts = [first for _, first, _ in IngestLog(ingest, fsync="never").batches()]
+    assert firsts == [0, 10, 30, 40, 50]

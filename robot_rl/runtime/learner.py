@@ -99,6 +99,9 @@ class LearnerConfig(ObservationMode):
     value_bound: float = DEFAULT_VALUE_BOUND
     """Largest magnitude of a reward or an observation entry accepted from an actor (checked
     in float32, as stored); a transition beyond it is refused, never stored."""
+    repair_ingest_log: bool = False
+    """Repair the ingest log of --run-dir and exit, training nothing: keep every intact batch
+    of a damaged segment, say how many were dropped."""
     actor_timeout: float = FORGET_AFTER
     """Seconds of silence after which an actor's connection is forgotten and its id free
     again (actors send a heartbeat every second)."""

@@ -8,6 +8,11 @@ actor's sequence cursor), so a transition is stored exactly once.
 
 The log directory also names the learner run (``run_id``): it is made with the directory and
 kept by ``--resume``, so actors can tell a resumed learner from a new run.
+
+Byte damage in the middle of a segment stops a resume with one line that names the file and
+the way out: ``repair`` (``robot-rl learner --repair-ingest-log --run-dir DIR``) keeps every
+intact batch of a damaged segment and says how many batches were dropped and which of each
+actor's sequence numbers they held (those are gone: the actors deleted what was acknowledged).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_rl.data.durable_log import DurableLog
+from robot_rl.data.durable_log import DurableLog, DurableLogError, rewrite, salvage
 
 _METADATA = {"kind": "robot_rl learner ingest log", "version": 1}
 PREFIX = "ingest-"
@@ -89,7 +94,13 @@ class IngestLog:
             self._log.sync()
             paths = sorted(self.directory.glob(f"{PREFIX}*.log"))
         for path in paths:
-            log = DurableLog(path, _METADATA, fsync="never")
+            try:
+                log = DurableLog(path, _METADATA, fsync="never")
+            except DurableLogError as err:
+                raise DurableLogError(
+                    f"{err}; `robot-rl learner --repair-ingest-log --run-dir "
+                    f"{self.directory.parent}` keeps the intact batches and says what it dropped"
+                ) from None
             try:
                 for record in log:
                     blob = record["blob"].tobytes()
@@ -111,3 +122,41 @@ class IngestLog:
     def close(self) -> None:
         with self.lock:
             self._log.close()
+
+    @staticmethod
+    def repair(directory: str | os.PathLike) -> dict:
+        """Keep the intact batches of every damaged segment in ``directory`` (rewritten in
+        place); returns ``kept`` and ``dropped`` batches, ``damaged_segments`` and, per actor,
+        the sequence ranges no kept batch holds any more (``lost``: [start, end) pairs)."""
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise ValueError(f"no ingest log at {directory}")
+        kept = dropped = damaged = 0
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for path in sorted(directory.glob(f"{PREFIX}*.log")):
+            found = salvage(path)
+            for record in found.records:
+                actor = record["actor"].tobytes().decode(errors="replace")
+                first = int(record["first_seq"])
+                spans.setdefault(actor, []).append((first, first + len(record["lengths"])))
+            kept += len(found.records)
+            if found.damaged_regions:
+                damaged += 1
+                dropped += found.dropped_frames
+                rewrite(path, found.metadata, found.records)
+        lost = {}
+        for actor, ranges in spans.items() if damaged else ():
+            gaps, end = [], None
+            for first, stop in sorted(ranges):
+                if end is not None and first > end:
+                    gaps.append([end, first])
+                end = stop if end is None else max(end, stop)
+            if gaps:
+                lost[actor] = gaps
+        return {
+            "ingest_log": str(directory),
+            "kept": kept,
+            "dropped": dropped,
+            "damaged_segments": damaged,
+            "lost": lost,
+        }
