@@ -476,3 +476,44 @@ def test_a_camera_reader_fault_is_reported_and_the_source_reopened(camera):
     assert node._reader.faults == faults + 1 and len(opened) > opens
     level, message = node.status()
     assert _level(level) == 2 and "camera-reader thread failed (KeyError" in message
+
+
+def test_a_frame_that_does_not_fit_its_encoding_is_refused_and_counted(camera):
+    node, frames, _ = camera
+    refused = node.refused_frames
+    truncated = _camera_frame(np.zeros((6, 8), np.uint8), "rgb8")  # no channels
+    wait_for(lambda: _published_after(node, frames, truncated), 30.0, "the next good frame")
+    assert node.refused_frames == refused + 1
+    assert "rgb8 frame of shape (6, 8)" in node.last_drop
+
+
+def test_a_realsense_imu_sample_that_is_not_finite_or_out_of_range_is_refused():
+    pytest.importorskip("pyrealsense2")
+    from test_realsense_imu import SERIAL, SoftwareImu, make_node
+
+    camera = SoftwareImu()
+    got = []
+    node, context = make_node(lambda: [camera.device], serial=SERIAL)
+    node._pub.publish = got.append  # what would go out on imu
+    try:
+        assert node.start()
+        stream, now = node.stream, time.time()
+        camera.feed("accel", (0.0, -9.81, 0.0), now)
+        camera.feed("accel", (0.0, float("nan"), 0.0), now + 0.001)
+        camera.feed("accel", (0.0, -1e6, 0.0), now + 0.002)
+        wait_for(lambda: stream.samples.refused == 2, 30.0, "two accel samples refused")
+        camera.feed("gyro", (0.0, float("inf"), 0.0), now + 0.003)
+        camera.feed("gyro", (0.0, -0.5, 0.0), now + 0.004)
+        wait_for(lambda: got, 30.0, "the good sample published")
+        assert stream.samples.refused == 3 and "gyro: non-finite value inf" in (
+            stream.samples.last_refusal
+        )
+        msg = got[-1]
+        assert msg.angular_velocity.z == pytest.approx(0.5, abs=1e-4)
+        assert msg.linear_acceleration.z == pytest.approx(9.81, abs=1e-4)  # the good one
+        assert len(got) == 1 and stream.fault_log.faults == 0
+    finally:
+        from robot_rl.ros.node_base import _tear_down
+
+        _tear_down(node)
+        context.try_shutdown()
