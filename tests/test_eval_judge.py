@@ -109,3 +109,43 @@ def test_the_judges_success_ends_the_episode():
     )
     result = evaluate(_policy, env, 1, seed=0)
     assert result.success_rate == 1.0 and result.length_mean == 1
+
+
+def _cfg(**values):
+    from types import SimpleNamespace
+
+    defaults = {"operator": "off", "reward_classifier": None, "judge": "auto", "hardware": "X"}
+    return SimpleNamespace(**{**defaults, **values})
+
+
+def test_who_judges_on_a_robot_and_who_witnesses():
+    from pathlib import Path
+
+    from robot_rl.errors import UserError
+    from robot_rl.hardware import load_hardware
+    from robot_rl.runtime.robot_evaluation import choose_judge, is_simulated_cell
+
+    hardware = Path(__file__).resolve().parents[1] / "hardware"
+    cell, robot = (
+        load_hardware(hardware / "fr3_sim.yaml"),
+        load_hardware(hardware / "fr3_realsense_spacemouse.yaml"),
+    )
+    assert is_simulated_cell(cell) and not is_simulated_cell(robot)
+    # the README's form: the classifier alone judges (and eval warns that nothing checks it)
+    assert choose_judge("pick_cube", _cfg(reward_classifier="c"), robot)[:2] == ("classifier", ())
+    both = _cfg(reward_classifier="c", operator="joy")
+    assert choose_judge("pick_cube", both, robot) == (
+        "operator", ("classifier",), "the operator (joy)"
+    )  # fmt: skip
+    truth = _cfg(reward_classifier="c", operator="joy", judge="cell-ground-truth")
+    assert choose_judge("pick_cube", truth, cell)[:2] == (
+        "cell-ground-truth", ("operator", "classifier")
+    )  # fmt: skip
+    with pytest.raises(UserError, match="is not a simulated cell"):
+        choose_judge("pick_cube", truth, robot)
+    with pytest.raises(UserError, match="say who judges it"):
+        choose_judge("pick_cube", _cfg(), robot)
+    # the car scores laps from its own odometry: the task judges, an operator witnesses
+    assert choose_judge("car_lap", _cfg(operator="joy", judge="task"))[:2] == (
+        "task", ("operator",)
+    )  # fmt: skip
