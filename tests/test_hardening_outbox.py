@@ -46,6 +46,20 @@ def _actor(tmp_path, outbox, *args) -> tuple[int, str]:
     return result.returncode, result.stdout + result.stderr
 
 
+def _in_process_actor(outbox, capsys, **options) -> tuple[int, str]:
+    """``robot-rl actor``'s main in this process (what the CLI runs, without its start-up)."""
+    from robot_rl.runtime.actor import ActorConfig
+    from robot_rl.runtime.actor_main import actor_main
+
+    config = ActorConfig(
+        task="pick_cube", learner=free_endpoint(), actor_id="a", outbox_dir=str(outbox),
+        total_steps=1, flush_timeout=1.0, **options,
+    )  # fmt: skip
+    code = actor_main(config)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
 def test_an_impossible_acknowledgement_record_refuses_to_start_in_one_line(tmp_path):
     outbox = tmp_path / "outbox"
     _outbox(outbox, 300)
@@ -70,14 +84,16 @@ def test_an_unreadable_acknowledgement_record_refuses_to_open(tmp_path, text):
         Outbox(outbox)
 
 
-def test_repair_keeps_intact_records_says_what_it_dropped_and_the_learner_gets_them(tmp_path):
+def test_repair_keeps_intact_records_says_what_it_dropped_and_the_learner_gets_them(
+    tmp_path, capsys
+):
     outbox = tmp_path / "outbox"
     _outbox(outbox, 300)
     _damage_record(outbox / "seg-000000000100.log", 10)  # sequence 110, a closed segment
     _damage_record(outbox / "seg-000000000200.log", 50)  # sequence 250, the active one
     with pytest.raises(OutboxDamaged, match=r"middle of the log.*--repair-outbox"):
         Outbox(outbox)
-    code, out = _actor(tmp_path, outbox, "--repair-outbox")
+    code, out = _in_process_actor(outbox, capsys, repair_outbox=True)
     assert code == 0, out
     assert "kept 298 intact transitions, dropped 2 from 2 damaged segment(s)" in out, out
     report = json.loads(out.strip().splitlines()[-1])
@@ -126,7 +142,7 @@ def test_repair_of_a_sound_outbox_changes_nothing(tmp_path):
     assert not report["ack_reset"]
 
 
-def test_the_learner_s_ingest_log_is_repaired_like_an_outbox(tmp_path):
+def test_the_learner_s_ingest_log_is_repaired_like_an_outbox(tmp_path, capsys):
     from robot_rl.data.durable_log import DurableLogError
     from robot_rl.transport.ingest_log import IngestLog
 
@@ -139,9 +155,13 @@ def test_the_learner_s_ingest_log_is_repaired_like_an_outbox(tmp_path):
     _damage_record(segment, 2)  # the batch of sequence numbers 20-29
     with pytest.raises(DurableLogError, match="--repair-ingest-log"):
         list(IngestLog(ingest, fsync="never").batches())
-    result = run_cli("learner", "--repair-ingest-log", "--run-dir", str(tmp_path / "run"))
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out
+    from robot_rl.commands import learner
+    from robot_rl.runtime.learner import LearnerConfig
+
+    config = LearnerConfig(run_dir=str(tmp_path / "run"), repair_ingest_log=True)
+    assert learner.run(config) == 0
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
     assert "kept 5 intact batches, dropped 1 from 1 damaged segment(s)" in out
     assert "actor a lost sequence numbers 20-29" in out
     firsts = [first for _, first, _ in IngestLog(ingest, fsync="never").batches()]
