@@ -225,3 +225,23 @@ def test_the_start_watch_sees_a_reset_not_a_pass_through():
     assert not any(watch.update(reading((0.5, 0.0, 0.05))) for _ in range(5))  # at the cube
     with pytest.raises(ValueError):
         StartWatchConfig(settle_periods=0)
+
+
+def test_bad_recording_options_are_one_line(tmp_path, capsys):
+    from robot_rl.commands import record_demos, record_labels
+
+    def said():
+        captured = capsys.readouterr()
+        return captured.out + captured.err
+
+    demos = record_demos.RecordDemosConfig
+    assert record_demos.run(demos(hardware=str(tmp_path / "none.yaml"), out=str(tmp_path))) == 2
+    assert "error: no hardware file at" in said()
+    assert record_demos.run(demos(hardware="hardware/fr3_sim.yaml", source="expert")) == 2
+    assert "the operator drives with the teleop device" in said()
+    labels = record_labels.RecordLabelsConfig
+    assert record_labels.run(labels(labeler="button")) == 2
+    assert "record on a robot: give --hardware" in said()
+    assert record_labels.run(labels(hardware="hardware/fr3_sim.yaml", labeler="ground-truth")) == 2
+    assert "the operator labels on a robot" in said()
+    assert record_labels.run(labels(max_steps=0)) == 2

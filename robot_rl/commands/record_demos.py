@@ -174,6 +174,11 @@ class RecordDemosConfig(ObservationMode, OperatorOptions, RobotSessionOptions):
         return self.source or ("teleop" if self.hardware else "expert")
 
 
+STEP_BOUND = 3
+"""An attempt takes at most this many times the task's episode length in steps, stale (left
+out) steps included."""
+
+
 def record_episode(
     env, source, rng: np.random.Generator, seed: int, rate=None, reset=None, on_start=None
 ):
@@ -183,9 +188,10 @@ def record_episode(
     session's retries), default ``env.reset``; ``on_start()`` is called once it is done.
 
     A stale step (``info["stale"]``: the robot held, the observation is the last good one) is
-    left out of the episode and does not end it; it counts toward the task's episode length,
-    so an attempt still ends in time. ``figures``: ``steps`` taken, ``stale`` steps left out,
-    ``rejected`` by the operator, ``seconds``."""
+    left out of the episode and does not end it: the attempt's time is the task's episode
+    length in kept steps (a loaded machine's late camera frames do not eat it), bounded at
+    ``STEP_BOUND`` times that in steps (a camera that stays stale ends it). ``figures``:
+    ``steps`` taken, ``stale`` steps left out, ``rejected`` by the operator, ``seconds``."""
     from robot_rl.data.mcap_demos import DemoEpisode
     from robot_rl.data.transition import applied_action
     from robot_rl.runtime.evaluation import episode_success
@@ -210,7 +216,7 @@ def record_episode(
         steps += 1
         if info.get("stale") and not term:
             stale += 1
-            if steps >= limit:  # the attempt's time ran out while the robot held
+            if steps >= STEP_BOUND * limit:  # the cameras stayed stale: the attempt ends
                 if truncated:
                     truncated[-1] = True
                 break
@@ -220,7 +226,10 @@ def record_episode(
         actions.append(applied_action(info, action))  # what the robot executed
         rewards.append(reward)
         terminated.append(term)
-        truncated.append(trunc or (not term and steps >= limit))
+        # the env's own time limit counts its stale steps too: only without any it is ours
+        out_of_time = len(actions) >= limit or steps >= STEP_BOUND * limit
+        ended = bool(info.get("rejected")) or (trunc and not stale) or out_of_time
+        truncated.append(not term and ended)
         success = success or episode_success(info)
         rejected = rejected or bool(info.get("rejected"))
         if terminated[-1] or truncated[-1]:
@@ -334,8 +343,12 @@ def _run_on_robot(config: RecordDemosConfig, out: Path, console: Console, teleop
     from robot_rl.runtime.node_readiness import StackFailed
     from robot_rl.runtime.robot_session import robot_session
 
-    config.check_session()
-    config.check_operator()
+    try:
+        config.check_session()
+        config.check_operator()
+    except UserError as err:
+        print_error(err)
+        return 2
     mode = ObservationMode(
         cameras=tuple(config.cameras), image_size=config.image_size, robot_mode=True
     )
