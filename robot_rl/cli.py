@@ -71,7 +71,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         ),
         "train-reward": (
             "TrainRewardConfig",
-            "the reward classifier: frozen image trunk + trained head, held-out accuracy",
+            "the reward classifier: frozen image trunk + trained head, held-out precision, recall",
         ),
         "convert-encoder": (
             "ConvertEncoderConfig",
