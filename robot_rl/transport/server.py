@@ -115,7 +115,7 @@ class TransportServer:
         self.run_id = ingest_log.run_id
         self.value_bound = value_bound
         self.cursors: dict[str, int] = dict(cursors or {})
-        self._kept_cursors = set(self.cursors)  # from the ingest log: never dropped
+        self._kept_cursors = set(self.cursors)  # resumed or streamed: never dropped
         self.received: queue.Queue[ReceivedBatch] = queue.Queue()
         self.episode_stats: queue.Queue[tuple[str, dict]] = queue.Queue(maxsize=10_000)
         self.refused: Counter[str] = Counter()
@@ -387,11 +387,9 @@ class TransportServer:
         actor = self._peers.pop(peer, None)
         self._outbox_of.pop(peer, None)
         self._last_seen.pop(peer, None)
-        streamed = peer in self._streaming
         self._streaming.discard(peer)
         if (
             actor is not None
-            and not streamed
             and actor not in self._kept_cursors
             and actor not in self._peers.values()
         ):
@@ -433,6 +431,7 @@ class TransportServer:
                     "actors; try again once one has stopped"
                 )
             self._streaming.add(peer)
+            self._kept_cursors.add(actor)  # what it sent is stored: its cursor must stay
         first_seq = msg.require(message, "first_seq", int)
         items = msg.require(message, "items", list)
         if first_seq < 0 or not 0 < len(items) <= msg.MAX_BATCH:
