@@ -111,3 +111,35 @@ def test_streaming_actors_are_bounded_apart_from_idle_connections(tmp_path):
         for client in clients:
             client.stop()
         server.stop()
+
+
+def _welcome_of(endpoint: str, actor: str) -> dict:
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.linger = 0
+    dealer.connect(endpoint)
+    try:
+        message = {"kind": "hello", "protocol": PROTOCOL_VERSION, "actor": actor, "acked": 0}
+        dealer.send(wire.encode({**message, **hello(), "outbox": "another"}))
+        assert dealer.poll(20_000), f"no answer to {actor}'s hello"
+        return wire.decode(dealer.recv())
+    finally:
+        dealer.close(linger=0)
+
+
+def test_a_streamed_actor_s_cursor_outlives_its_forgotten_connections(tmp_path):
+    endpoint = free_endpoint()
+    server = make_server(endpoint, tmp_path / "ingest", forget_after=1.0)
+    client = make_client(endpoint, "robot", tmp_path / "outbox")
+    try:
+        assert client.wait_welcome(10)
+        for i in range(5):
+            client.outbox.append(transition(i))
+        wait_for(lambda: client.outbox.backlog == 0, what="five stored")
+        client.stop()
+        for _ in range(2):  # each time: forgotten, then an idle connection of the same id
+            wait_for(lambda: server.connected_actors == [], timeout=30, what="forgotten")
+            welcome = _welcome_of(endpoint, "robot")
+            assert welcome["kind"] == "welcome" and welcome["next_seq"] == 5
+    finally:
+        client.stop()
+        server.stop()
