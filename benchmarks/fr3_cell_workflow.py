@@ -1,0 +1,348 @@
+"""The HIL-SERL robot workflow in the simulated FR3 cell, command by command as a robot owner
+types them (README, "The robot workflow"), timed stage by stage. JSON lines.
+
+1. ``robot-rl up robot --hardware H --drivers-only``: the cell's drivers alone (kept up for
+   stages 2 and 3, as a person keeps the robot on between recordings);
+2. ``robot-rl record-demos --hardware H --no-start-drivers``: the cell's simulated operator,
+   switched to ``demonstrate`` (a standard ROS 2 parameter set: what a person decides to do),
+   drives whole episodes with the SpaceMouse's topics and judges each with its buttons;
+3. ``robot-rl record-labels --hardware H --no-start-drivers``: the operator, in ``label``
+   mode, moves the arm through successes, near misses and failures, holding the success
+   button while it sees success; then it goes back to ``correct`` and the drivers stop;
+4. ``robot-rl train-reward``: the classifier on those cell frames, with its held-out precision
+   and recall;
+5. ``robot-rl up robot`` with the demos, the classifier, relabelling and the operator's
+   corrections (``--operator joy``): RL in the cell, the learner beside it on this machine;
+6. ``robot-rl eval --hardware H --judge cell-ground-truth``: the final policy, judged by the
+   cell's ground truth (evaluation only; the report says so), the classifier and the operator
+   as witnesses.
+
+Every stage prints one JSON line (its command, wall seconds, figures read from its output or
+artefacts); the last line sums up. ``--quick`` is CI's version: a few demos, a few label
+episodes, a few hundred steps, a few evaluation episodes.
+
+    python benchmarks/fr3_cell_workflow.py --seed 0 [--quick] [--minutes 30] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OPERATOR = "/teleop/simulated_human"
+FULL = {"demos": 20, "label_episodes": 30, "steps": 18_000, "eval_episodes": 50}
+QUICK = {"demos": 2, "label_episodes": 4, "steps": 300, "eval_episodes": 2}
+
+
+def cell_file(folder: Path, host: str) -> Path:
+    """hardware/fr3_sim.yaml on an address of this run's own (two cells may share a machine)."""
+    path = folder / "fr3_sim.yaml"
+    path.write_text((ROOT / "hardware" / "fr3_sim.yaml").read_text().replace("127.13.0.1", host))
+    return path
+
+
+def robot_rl(*args: str) -> list[str]:
+    return [sys.executable, "-m", "robot_rl.cli", *args]
+
+
+def run_stage(name: str, command: list[str], log: Path, timeout: float) -> tuple[dict, str]:
+    """Run ``command`` to its end (its output to ``log``); (the stage's record, the output)."""
+    started = time.monotonic()
+    with open(log, "w") as out:
+        done = subprocess.run(
+            command, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False
+        )
+    text = log.read_text(errors="replace")
+    record = {
+        "stage": name,
+        "command": " ".join(command[2:]),
+        "seconds": round(time.monotonic() - started, 1),
+        "exit": done.returncode,
+    }
+    if done.returncode != 0:
+        tail = "\n".join(text.splitlines()[-15:])
+        raise RuntimeError(f"stage {name} exited with {done.returncode}; {log}:\n{tail}")
+    return record, text
+
+
+class OperatorSwitch:
+    """Sets the cell operator's ``mode`` parameter (``ros2 param set``), as a person decides."""
+
+    def __init__(self):
+        import rclpy
+        import rclpy.executors
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("workflow_harness", context=self.context)
+        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
+
+    def set(self, mode: str, timeout: float = 120.0) -> None:
+        import rclpy
+        import rclpy.executors
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+
+        client = self.node.create_client(SetParameters, f"{OPERATOR}/set_parameters")
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise RuntimeError(f"{OPERATOR}/set_parameters did not appear in {timeout} s")
+        request = SetParameters.Request(
+            parameters=[Parameter("mode", value=mode).to_parameter_msg()]
+        )
+        future = client.call_async(request)
+        rclpy.spin_until_future_complete(
+            self.node, future, executor=self.executor, timeout_sec=timeout
+        )
+        result = future.result()
+        if result is None or not result.results[0].successful:
+            raise RuntimeError(f"the operator refused mode {mode!r}: {result}")
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+def drivers_only(hardware: Path, log: Path) -> subprocess.Popen:
+    """Stage 1: ``up robot --drivers-only`` in the background, returned once all are active."""
+    out = open(log, "w")  # noqa: SIM115 (the process writes it until it is stopped)
+    proc = subprocess.Popen(
+        robot_rl("up", "robot", "--hardware", str(hardware), "--drivers-only"),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300.0
+    while "drivers active" not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the drivers did not come up; {log}")
+        time.sleep(0.5)
+    return proc
+
+
+def stop(proc: subprocess.Popen, grace: float = 30.0) -> int:
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait(10)
+
+
+def _last_json(text: str) -> dict:
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            return json.loads(line)
+    return {}
+
+
+def _figure(pattern: str, text: str, cast=float):
+    found = re.findall(pattern, text)
+    return cast(found[-1]) if found else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="CI's short version")
+    parser.add_argument("--minutes", type=float, default=30.0, help="RL budget (cell time)")
+    parser.add_argument("--steps", type=int, default=None, help="RL env steps (default: a budget)")
+    parser.add_argument("--demos", type=int, default=None)
+    parser.add_argument("--label-episodes", type=int, default=None)
+    parser.add_argument("--eval-episodes", type=int, default=None)
+    parser.add_argument("--out", default=None, help="run folder (default runs/fr3-cell-<time>)")
+    args = parser.parse_args()
+    plan = dict(QUICK if args.quick else FULL)
+    for key in plan:
+        if getattr(args, key.replace("-", "_"), None) is not None:
+            plan[key] = getattr(args, key)
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 101))
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    out = Path(args.out or f"runs/fr3-cell-{time.strftime('%Y%m%d-%H%M%S')}").absolute()
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    hardware = cell_file(out, f"127.13.{os.getpid() % 250 + 1}.1")
+    seed, cameras, size = str(args.seed), ["front", "wrist"], "32"
+    records: list[dict] = []
+
+    def emit(record: dict) -> None:
+        records.append(record)
+        print(json.dumps(record), flush=True)
+
+    started = time.monotonic()
+    # 1-3: drivers up once; demos, then labels, with the operator switched between them
+    t0 = time.monotonic()
+    drivers = drivers_only(hardware, logs / "drivers.log")
+    emit({"stage": "drivers", "seconds": round(time.monotonic() - t0, 1)})
+    switch = OperatorSwitch()
+    try:
+        switch.set("demonstrate")
+        record, text = run_stage(
+            "demos",
+            robot_rl(
+                "record-demos",
+                "--hardware",
+                str(hardware),
+                "--no-start-drivers",
+                "--task",
+                "pick_cube",
+                "--cameras",
+                *cameras,
+                "--image-size",
+                size,
+                "--episodes",
+                str(plan["demos"]),
+                "--out",
+                str(out / "demos"),
+                "--seed",
+                seed,
+            ),
+            logs / "demos.log",
+            timeout=3600,
+        )
+        kept = len(list((out / "demos").glob("*.mcap")))
+        attempts = _figure(r"\((\d+) attempts", text, int)
+        emit({**record, "kept": kept, "attempts": attempts})
+        switch.set("label")
+        record, text = run_stage(
+            "labels",
+            robot_rl(
+                "record-labels",
+                "--hardware",
+                str(hardware),
+                "--no-start-drivers",
+                "--task",
+                "pick_cube",
+                "--camera",
+                "front",
+                "--image-size",
+                size,
+                "--episodes",
+                str(plan["label_episodes"]),
+                "--out",
+                str(out / "labels.npz"),
+                "--seed",
+                seed,
+            ),
+            logs / "labels.log",
+            timeout=3600,
+        )
+        frames = _figure(r"(\d+) frames \(", text, int)
+        positives = _figure(r"\((\d+) success", text, int)
+        emit({**record, "frames": frames, "success_frames": positives})
+        switch.set("correct")
+    finally:
+        switch.close()
+        stop(drivers)
+    # 4: the classifier on the cell's own frames
+    record, text = run_stage(
+        "classifier",
+        robot_rl(
+            "train-reward",
+            "--labels",
+            str(out / "labels.npz"),
+            "--out",
+            str(out / "classifier"),
+            "--seed",
+            seed,
+            "--json-out",
+        ),
+        logs / "classifier.log",
+        timeout=3600,
+    )
+    emit({**record, "held_out": _last_json(text)})
+    # 5: RL with corrections
+    steps = plan["steps"] if args.steps is None else args.steps
+    if args.steps is None and not args.quick:
+        steps = int(args.minutes * 60 * 10)  # the task's 10 Hz: the budget in cell time
+    record, text = run_stage(
+        "rl",
+        robot_rl(
+            "up",
+            "robot",
+            "--hardware",
+            str(hardware),
+            "--task",
+            "pick_cube",
+            "--cameras",
+            *cameras,
+            "--image-size",
+            size,
+            "--demo-path",
+            str(out / "demos"),
+            "--reward-classifier",
+            str(out / "classifier"),
+            "--relabel-false-positives",
+            "--operator",
+            "joy",
+            "--total-steps",
+            str(steps),
+            "--eval-episodes",
+            "0",
+            "--seed",
+            seed,
+            "--run-dir",
+            str(out / "up"),
+        ),
+        logs / "rl.log",
+        timeout=3 * 3600,
+    )
+    report = json.loads((out / "up" / "report.json").read_text())
+    emit(
+        {
+            **record,
+            "steps": steps,
+            "recipe": _figure(r"(recipe: [^\n]*)", text, str),
+            "utd": report.get("utd"),
+            "learner": report.get("learner"),
+        }
+    )
+    # 6: evaluation judged by the cell's ground truth
+    record, text = run_stage(
+        "eval",
+        robot_rl(
+            "eval",
+            "--hardware",
+            str(hardware),
+            "--checkpoint",
+            str(out / "up" / "learner" / "checkpoints"),
+            "--episodes",
+            str(plan["eval_episodes"]),
+            "--judge",
+            "cell-ground-truth",
+            "--reward-classifier",
+            str(out / "classifier"),
+            "--operator",
+            "joy",
+            "--json-out",
+            "--seed",
+            seed,
+        ),
+        logs / "eval.log",
+        timeout=3600,
+    )
+    emit({**record, "result": _last_json(text)})
+    emit(
+        {
+            "stage": "workflow",
+            "seed": args.seed,
+            "quick": args.quick,
+            "wall_seconds": round(time.monotonic() - started, 1),
+            "stage_seconds": {r["stage"]: r.get("seconds") for r in records},
+            "run": str(out),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
