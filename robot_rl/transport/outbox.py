@@ -15,7 +15,9 @@ retried; acknowledged segments, the active one included, are then deleted to mak
 
 An acknowledgement record that cannot be true (``acked.json`` beyond what the segments hold, or
 unreadable) stops the outbox from opening with one line naming the file (``OutboxDamaged``):
-believing it would skip every unacknowledged transition and report nothing left to send.
+believing it would skip every unacknowledged transition and report nothing left to send. So
+does byte damage inside any segment (all are checked when the outbox opens, not when the
+sender first meets the damage).
 ``repair`` (``robot-rl actor --repair-outbox``) keeps every intact record of a damaged segment,
 records the sequence numbers it lost in ``dropped.json`` (an acknowledgement that reaches a
 dropped range passes over it, and the actor's next hello tells the learner to go on after it),
@@ -114,6 +116,8 @@ class Outbox:
         if self._segments:
             last = self._segments[-1]
             try:
+                for first in self._segments[:-1]:  # checked now, not when the sender meets it
+                    DurableLog(self.directory / _segment_name(first), _METADATA).close()
                 self._active = self._open_segment(last)
             except DurableLogError as err:
                 raise OutboxDamaged(f"{err}; {_repair_hint(self.directory)}") from None
