@@ -108,7 +108,7 @@ def test_bad_combinations_are_refused(capsys):
     assert set(SOURCES) == {"expert", "teleop"}
     bad = RecordDemosConfig(source="teleop", teleop="sim", backend="ros")
     assert run(bad) == 2
-    assert "the scripted expert needs the twin" in capsys.readouterr().out
+    assert "the scripted expert needs the twin" in capsys.readouterr().err
 
 
 def test_sim_operator_on_the_command_line(tmp_path):

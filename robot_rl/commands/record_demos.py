@@ -135,7 +135,7 @@ class OperatorJudge(RobotEnvWrapper):
         if REJECT in events:
             return obs, 0.0, False, True, {**info, "success": False, "rejected": True}
         if SUCCESS in events:
-            return obs, 1.0, True, False, {**info, "success": True}
+            return obs, 1.0, True, False, {**info, "success": True, "operator_success": True}
         return obs, reward, terminated, truncated, info
 
     def close(self):
@@ -165,6 +165,10 @@ class RecordDemosConfig(ObservationMode, OperatorOptions, RobotSessionOptions):
     """With --hardware: who judges each episode: 'joy' the success and reject buttons on
     /teleop/joy (--success-button, --reject-button), 'keyboard' keys on this terminal
     (--success-key, --reject-key). On the twin the task's own success judges."""
+    reward_classifier: str | None = None
+    """With --hardware: a reward classifier checkpoint (robot-rl train-reward) that judges
+    beside the operator: when it fires (once the operator has moved the robot in the episode)
+    the episode ends as a success and is kept, unless the operator rejects it in that step."""
     seed: int = 0
     """Seed of the first episode's reset (attempt i uses seed + i)."""
     max_attempts: int | None = None
@@ -210,10 +214,16 @@ def record_episode(
     success = rejected = False
     steps = stale = 0
     limit = env.task.max_episode_steps
+    driven = False
     while True:
         action = source.act(env, obs)
+        driven = driven or bool(np.any(action != 0))
         obs, reward, term, trunc, info = env.step(action)
         steps += 1
+        if term and info.get("classifier_success") and not driven:
+            # a scene that looks done before anyone acted (the reset still under way) is no
+            # demonstration: the classifier's success counts once the operator has moved
+            reward, term, info = 0.0, False, {**info, "success": False}
         if info.get("stale") and not term:
             stale += 1
             if steps >= STEP_BOUND * limit:  # the cameras stayed stale: the attempt ends
@@ -240,6 +250,7 @@ def record_episode(
         "steps": steps,
         "stale": stale,
         "rejected": rejected,
+        "operator_success": bool(info.get("operator_success")),
         "seconds": time.monotonic() - started,
     }
     if not actions:  # every step stale: nothing to keep
@@ -274,6 +285,8 @@ def _config_error(config: RecordDemosConfig) -> str | None:
         if config.privileged_state:
             return "--privileged-state is for the twin: a robot has no object poses"
         return None
+    if config.reward_classifier:
+        return "--reward-classifier judges demonstrations on a robot: give --hardware FILE"
     if config.backend != "twin" and (source == "expert" or config.teleop == "sim"):
         return "the scripted expert needs the twin (--backend twin)"
     return None
@@ -353,18 +366,25 @@ def _run_on_robot(config: RecordDemosConfig, out: Path, console: Console, teleop
         cameras=tuple(config.cameras), image_size=config.image_size, robot_mode=True
     )
     options = mode.task_options(config.task)
+    wrap_build, also = None, ""
+    if config.reward_classifier:
+        from robot_rl.rewards.wrapper import with_reward_classifier
+
+        checkpoint = config.reward_classifier
+        wrap_build = lambda build, opts: with_reward_classifier(checkpoint, build, opts)
+        also = " (or the reward classifier's success)"
     judge = config.open_operator()
     console.print(
         f"[bold]record-demos[/] {config.task} on {config.hardware} (robot mode, cameras: "
         f"{', '.join(config.cameras) or 'none'}): you drive with the teleop device; "
-        f"{judge.describe(SUCCESS)} keeps an episode, {judge.describe(REJECT)} or its time "
-        f"running out discards it -> {out}"
+        f"{judge.describe(SUCCESS)}{also} keeps an episode, {judge.describe(REJECT)} or its "
+        f"time running out discards it -> {out}"
     )
     stored = 0
     try:
         with robot_session(
             config, config.task, options, mode.cameras, config.seed, out / "logs", console,
-            node_name="record_demos",
+            node_name="record_demos", wrap_build=wrap_build,
         ) as session:  # fmt: skip
             env = OperatorJudge(session.env, judge)
             judge = None  # the env closes it now
@@ -433,7 +453,11 @@ def _record(config: RecordDemosConfig, env, source, out: Path, console, session=
             task=config.task,
             source=config.resolved_source(),
             seed=seed,
-            **({"hardware": str(config.hardware), "judge": config.operator} if session else {}),
+            **(
+                {"hardware": str(config.hardware), "judge": _judge(config, figures)}
+                if session
+                else {}
+            ),
         )
         path = write_episode(
             out / f"episode_{stored:03d}.mcap",
@@ -456,6 +480,11 @@ def _record(config: RecordDemosConfig, env, source, out: Path, console, session=
         + (" (or up robot --demo-path)" if session is not None else "")
     )
     return 0
+
+
+def _judge(config: RecordDemosConfig, figures: dict) -> str:
+    """Who said a kept episode succeeded."""
+    return config.operator if figures["operator_success"] else "reward classifier"
 
 
 def _close(source) -> None:

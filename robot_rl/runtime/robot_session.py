@@ -129,9 +129,12 @@ def robot_session(
     log_dir: str | Path,
     console,
     node_name: str,
+    wrap_build: Callable | None = None,
 ) -> Iterator[RobotSession]:
     """Bring the drivers up (unless they run already), open the task env in robot mode on them
-    and yield the session; on exit close the env and stop the drivers started here."""
+    and yield the session; on exit close the env and stop the drivers started here.
+    ``wrap_build(build, task_options)``: builds the env through ``build(options)`` itself (a
+    reward classifier's wrapper, which adds its camera)."""
     from robot_rl.envs.backend import StaleReadingError
     from robot_rl.envs.task import make_task
     from robot_rl.hardware import load_hardware
@@ -155,7 +158,8 @@ def robot_session(
                 )
             )
         try:
-            env = make_env("ros", task_name, "", seed, task_options, ros=ros)
+            build = lambda options: make_env("ros", task_name, "", seed, options, ros=ros)
+            env = wrap_build(build, task_options) if wrap_build else build(task_options)
         except StaleReadingError as error:
             raise UserError(
                 NOT_READY.format(error=str(error).splitlines()[0], hardware=options.hardware)
