@@ -9,6 +9,14 @@ values keep working.
 
 from __future__ import annotations
 
+import sys
+
 
 class UserError(ValueError):
     """Bad input from the user: reported in one line, exit code 2."""
+
+
+def print_error(err: BaseException | str) -> None:
+    """``error: <message>`` on stderr, the one line a command prints for bad input (its
+    progress and results stay on stdout)."""
+    print(f"error: {err}", file=sys.stderr, flush=True)
