@@ -9,10 +9,15 @@ brought up by the command itself:
 1. ``robot-rl record-lap --hardware car_drive.yaml --out lap``: the person drives one slow lap
    (the operator's ``mode: drive``; a copy of the hardware file with that mode, as a person
    decides what they are doing before they start); its odometry becomes the checkpoints;
-2. ``robot-rl up robot --hardware car_watch.yaml --task car_lap --cameras front --checkpoints
-   lap/checkpoints.json ...``: autonomous practice with crash/stuck detection and self-recovery
-   (the person watches, hands off), the learner on this machine;
-3. ``robot-rl eval --hardware car_watch.yaml --checkpoint run/learner/checkpoints``: the final
+2. ``robot-rl record-demos --hardware car_demo.yaml --task car_lap --operator joy --episodes
+   N``: the person drives ``--demos`` demonstrations with the gamepad (``mode: demonstrate``:
+   about 20 s of clean driving each, kept with the success button), HIL-SERL's demo buffer
+   (robot mode has no scripted ones; ``--demos 0`` leaves this stage out: FastRLAP's own
+   workflow has none);
+3. ``robot-rl up robot --hardware car_watch.yaml --task car_lap --cameras front --checkpoints
+   lap/checkpoints.json [--demo-path demos] ...``: autonomous practice with crash/stuck
+   detection and self-recovery (the person watches, hands off), the learner on this machine;
+4. ``robot-rl eval --hardware car_watch.yaml --checkpoint run/learner/checkpoints``: the final
    policy on ``--eval-episodes`` episodes of 30 s.
 
 This process is the evaluator, not the robot: it watches the cell's ground truth
@@ -27,7 +32,7 @@ true laps completed during practice against wall time (recoveries included).
 
 The agent is the one ``benchmarks/car_pixels.py`` learned car_lap with in the twin (RLPD with 10
 critics, 2 of them in the target, UTD 2, batch 64, 32 px, a frozen random conv trunk through the
-embedding cache, 500 random steps), except that robot mode has no scripted demonstrations.
+embedding cache, 500 random steps), its 5 scripted demonstrations replaced by the operator's.
 
     python benchmarks/car_cell_workflow.py --quick                 # a few hundred steps
     nice -n 5 python benchmarks/car_cell_workflow.py --steps 6000 --eval-episodes 10
@@ -68,9 +73,11 @@ def cell_files(directory: Path) -> tuple[Path, Path]:
     if "mode: watch" not in text:
         raise SystemExit(f"{HARDWARE}: its simulated_human has no 'mode: watch' line")
     drive, watch = directory / "car_drive.yaml", directory / "car_watch.yaml"
+    demo = directory / "car_demo.yaml"
     drive.write_text(text.replace("mode: watch", "mode: drive"))
+    demo.write_text(text.replace("mode: watch", "mode: demonstrate"))
     watch.write_text(text)
-    return drive, watch
+    return drive, demo, watch
 
 
 class Truth:
@@ -210,6 +217,26 @@ def record_lap(args, drive: Path, out: Path, truth: Truth) -> dict:
     return figures
 
 
+def record_demos(args, demo: Path, out: Path) -> dict:
+    command = [
+        "robot-rl", "record-demos", "--hardware", str(demo), "--task", "car_lap",
+        "--cameras", "front", "--image-size", "32", "--operator", "joy",
+        "--checkpoints", str(out / "lap" / "checkpoints.json"),
+        "--episodes", str(args.demos), "--out", str(out / "demos"),
+    ]  # fmt: skip
+    stage = run_stage("record-demos", command, out / "record_demos.log", args.demo_timeout)
+    done = last_match(r"recorded (\d+) successful episodes \((\d+) attempts, (\d+) steps\)",
+                      stage["lines"])  # fmt: skip
+    return {
+        "stage": "record-demos",
+        "code": stage["code"],
+        "wall_s": stage["wall_s"],
+        "kept": int(done.group(1)) if done else len(list((out / "demos").glob("*.mcap"))),
+        "attempts": int(done.group(2)) if done else None,
+        "demo_steps": int(done.group(3)) if done else None,
+    }
+
+
 def train(args, watch: Path, out: Path, truth: Truth) -> dict:
     truth.restart()
     started = time.time()
@@ -219,6 +246,7 @@ def train(args, watch: Path, out: Path, truth: Truth) -> dict:
         "--total-steps", str(args.steps), "--start-steps", str(args.start_steps),
         "--seed", str(args.seed), "--run-dir", str(out / "run"), "--eval-episodes", "0",
         "--log-every", "30", *AGENT,
+        *(["--demo-path", str(out / "demos")] if args.demos else []),
     ]  # fmt: skip
     stage = run_stage("up robot", command, out / "up.log", args.up_timeout)
     lines = stage["lines"]
@@ -333,16 +361,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few hundred steps, 1 episode")
     parser.add_argument("--steps", type=int, default=6000, help="env steps of practice")
     parser.add_argument("--start-steps", type=int, default=500)
+    parser.add_argument("--demos", type=int, default=5, help="operator demonstrations (0: none)")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="default runs/car_cell_workflow-<time>")
     parser.add_argument("--results", default=str(RESULTS))
     parser.add_argument("--lap-timeout", type=float, default=400.0)
+    parser.add_argument("--demo-timeout", type=float, default=900.0)
     parser.add_argument("--up-timeout", type=float, default=None, help="default: from --steps")
     parser.add_argument("--eval-timeout", type=float, default=None)
     args = parser.parse_args()
     if args.quick:
         args.steps, args.start_steps, args.eval_episodes = 300, 100, 1
+        args.demos = min(args.demos, 1)
     args.up_timeout = args.up_timeout or 900 + args.steps * 0.4
     args.eval_timeout = args.eval_timeout or 300 + args.eval_episodes * 90
     out = Path(args.out or f"runs/car_cell_workflow-{time.strftime('%Y%m%d-%H%M%S')}").absolute()
@@ -350,12 +381,13 @@ def main() -> None:
     # this workflow's graph is its own (a machine shared with other cells and tests)
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(110, 200)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    drive, watch = cell_files(out)
+    drive, demo, watch = cell_files(out)
     results = Path(args.results)
     run = {
         "run": out.name,
         "seed": args.seed,
         "quick": args.quick,
+        "demos": args.demos,
         "load_1min": round(os.getloadavg()[0], 2),
         "cpus": os.cpu_count(),
     }
@@ -366,6 +398,12 @@ def main() -> None:
         emit({**run, **lap}, results)
         if lap["code"] != 0:
             raise SystemExit(f"record-lap failed: {out / 'record_lap.log'}")
+        demos = {"wall_s": 0.0}
+        if args.demos:
+            demos = record_demos(args, demo, out)
+            emit({**run, **demos}, results)
+            if demos["code"] != 0 or not demos["kept"]:
+                raise SystemExit(f"record-demos failed: {out / 'record_demos.log'}")
         trained = train(args, watch, out, truth)
         emit({**run, "steps": args.steps, **trained}, results)
         if trained["code"] != 0 or not (out / "run" / "learner" / "checkpoints").is_dir():
@@ -389,6 +427,7 @@ def main() -> None:
                 "contact_rate": evaluated["contact_rate"],
                 "wall_s": {
                     "record_lap": lap["wall_s"],
+                    "record_demos": demos["wall_s"],
                     "up_robot": trained["wall_s"],
                     "eval": evaluated["wall_s"],
                     "total": round(time.monotonic() - started, 1),

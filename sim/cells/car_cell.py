@@ -117,6 +117,7 @@ class CarWorldNode(Node):
             "port": str(world.peer.link),
             "steps": str(world.steps),
             "realtime_factor": f"{factor:.3f}",
+            "pace": f"{world.drivetrain.pace:.3f}",  # of late; the rates reported follow it
             "collisions": str(world.collisions),
             "vesc_requests": str(peer.requests),
             "vesc_commands": str(len(peer.commands)),

@@ -19,6 +19,12 @@ speed through the world's poses (a person sees how fast the car goes). What it d
 - ``drive`` (for ``record-lap``): drive one slow, clean lap after another, holding RB, the
   speed stick at ``speed`` / ``max_speed`` (``max_speed``: the speed a full deflection means to
   the command it drives for: record-lap's ``--max-speed``);
+- ``demonstrate`` (for ``record-demos --hardware``, HIL-SERL's demonstrations): drive on
+  and on, RB held, the sticks giving the expert's action in the task's action space (what the
+  recorder takes from them) at ``demo_speed``, and press success (button 3) once it has driven
+  ``demo_seconds`` cleanly (moving) since its last press; a wall contact (seen:
+  ``/sim/collision``) is a botched attempt: the clock starts again (the recorder has discarded
+  the crash);
 - ``watch`` (for ``up robot`` and ``eval``: FastRLAP's autonomous practice): hands off, the
   released frame; with ``correct_offset`` > 0 it steps in when the car has come that far off
   the centreline (about to hit a wall), holds RB and drives the expert's action in the task's
@@ -42,16 +48,24 @@ from geometry_msgs.msg import TwistStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import Joy
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray
 
 from robot_rl.drivers.config import one_of, param, positive
 from robot_rl.ros import convert
 from robot_rl.ros.node_base import declare_config, main_for
-from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, state_qos, teleop_qos
-from robot_rl.ros.teleop_contract import INTERVENE_BUTTON, JOY_BUTTONS, JOY_TOPIC, TWIST_TOPIC
-from robot_rl.sim.cells.car_cell import STATE_TOPIC, part_field
+from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos, teleop_qos
+from robot_rl.ros.teleop_contract import (
+    INTERVENE_BUTTON,
+    JOY_BUTTONS,
+    JOY_TOPIC,
+    SUCCESS_BUTTON,
+    TWIST_TOPIC,
+)
+from robot_rl.sim.cells.car_cell import COLLISION_TOPIC, STATE_TOPIC, part_field
 
-MODES = ("drive", "watch")
+MODES = ("drive", "demonstrate", "watch")
+MOVING = 0.3
+"""Above this speed (m/s) the car counts as driving (demonstrate's clock runs)."""
 """What the operator is doing (the ``mode`` parameter): module docstring."""
 
 _share = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
@@ -64,7 +78,8 @@ class CarHumanConfig:
     part: str = part_field("human")
     mode: str = param(
         "watch",
-        "what the operator does: 'drive' (slow clean laps, RB held: record-lap), 'watch' "
+        "what the operator does: 'drive' (slow clean laps, RB held: record-lap), 'demonstrate' "
+        "(driving, success pressed every demo_seconds: record-demos), 'watch' "
         "(hands off; corrections with correct_offset > 0: up robot, eval); settable while it runs",
         one_of(*MODES),
     )
@@ -75,6 +90,15 @@ class CarHumanConfig:
         "--max-speed",
         positive,
     )
+    demo_speed: float = param(
+        2.0,
+        "demonstrate: the speed it drives demonstrations at (m/s; 0: as fast as it dares)",
+        _not_negative,
+    )
+    demo_seconds: float = param(
+        20.0, "demonstrate: seconds of clean driving before it presses success", positive
+    )
+    press_s: float = param(0.3, "how long one success press is held (s)", positive)
     rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz)", positive)
     control_hz: float = param(10.0, "how often it decides (Hz): the task's control rate", positive)
     max_age: float = param(
@@ -108,6 +132,10 @@ class CarHumanNode(Node):
 
         self.task = make_task("car_lap")
         self.expert = CarLapExpert(self.task, demo_speed=c.speed)
+        self.demo_expert = CarLapExpert(self.task, demo_speed=c.demo_speed or None)
+        self._clean = 0.0  # seconds driven cleanly since the last press or contact
+        self._pressed_until = -math.inf
+        self.presses = 0
         self.line = centreline(DEFAULT_TRACK)
         self.mode = c.mode
         self._seen: tuple[float, np.ndarray, float] | None = None  # (stamp, pose, arrival)
@@ -116,6 +144,7 @@ class CarHumanNode(Node):
         self._correcting = 0
         self.periods = self.corrected = self.takeovers = 0
         self.create_subscription(Float64MultiArray, STATE_TOPIC, self._on_state, state_qos())
+        self.create_subscription(Bool, COLLISION_TOPIC, self._on_collision, sensor_qos())
         self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
         self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
@@ -140,6 +169,7 @@ class CarHumanNode(Node):
             if parameter.name == "mode" and parameter.value != self.mode:
                 self.get_logger().info(f"mode: {parameter.value}")
                 self.mode, self._sticks, self._correcting = parameter.value, None, 0
+                self._clean = 0.0
         return SetParametersResult(successful=True)
 
     def _on_state(self, msg: Float64MultiArray) -> None:
@@ -156,6 +186,10 @@ class CarHumanNode(Node):
                 self._speed = 0.7 * self._speed + 0.3 * speed  # what the eye makes of it
             self._seen = (stamp, pose, time.monotonic())
 
+    def _on_collision(self, msg: Bool) -> None:
+        if msg.data:  # a botched attempt: clean driving counts from now on
+            self._clean = 0.0
+
     def _pose_now(self) -> np.ndarray | None:
         seen = self._seen
         if seen is None or time.monotonic() - seen[2] > self.config.max_age:
@@ -169,6 +203,15 @@ class CarHumanNode(Node):
             return
         self.periods += 1
         action = self.expert.act({"pose": pose, "velocity": np.array([self._speed, 0.0, 0.0])})
+        if self.mode == "demonstrate":
+            reading = {"pose": pose, "velocity": np.array([self._speed, 0.0, 0.0])}
+            self._sticks = self.demo_expert.act(reading).astype(np.float64)
+            if self._speed > MOVING:  # a car standing still (nobody forwards the sticks) waits
+                self._clean += 1.0 / self.config.control_hz
+            if self._clean >= self.config.demo_seconds:
+                self._pressed_until, self._clean = time.monotonic() + self.config.press_s, 0.0
+                self.presses += 1
+            return
         if self.mode == "drive":
             task = self.task
             speed = task.min_speed + (action[0] + 1) / 2 * (task.max_speed - task.min_speed)
@@ -201,6 +244,7 @@ class CarHumanNode(Node):
             twist.twist.linear.x = float(np.clip(sticks[0], -1.0, 1.0)) + 0.0
             twist.twist.angular.z = float(np.clip(sticks[1], -1.0, 1.0)) + 0.0
             buttons[INTERVENE_BUTTON] = 1  # RB held while its hands are on the sticks
+        buttons[SUCCESS_BUTTON] = int(time.monotonic() < self._pressed_until)
         t = twist.twist
         joy = Joy()
         joy.header = twist.header
@@ -211,7 +255,7 @@ class CarHumanNode(Node):
 
     def _publish_diagnostics(self) -> None:
         sees = self._pose_now() is not None
-        doing = {"drive": "driving", "watch": "correcting"}
+        doing = {"drive": "driving", "demonstrate": "demonstrating", "watch": "correcting"}
         level, message = (
             (DiagnosticStatus.OK, doing[self.mode] if self._sticks is not None else "watching")
             if sees
@@ -223,6 +267,7 @@ class CarHumanNode(Node):
             "takeovers": str(self.takeovers),
             "corrected": str(self.corrected),
             "speed_seen": f"{self._speed:.2f}",
+            "success_presses": str(self.presses),
         }
         self._diag_pub.publish(
             convert.diagnostic_array(

@@ -45,6 +45,12 @@ class TwinDrivetrain:
         self.tachometer = 0.0
         self._forward = 0.0
         self._accel_peak: np.ndarray | None = None
+        self.pace = 1.0
+        """Simulated seconds per wall second of late (1 while the physics keeps up). A world
+        that falls behind the wall clock (a loaded machine) moves slower in wall time than in
+        its own: the rates it reports (ERPM, the gyro) are per wall second, as a car's are, so
+        that the VESC node, integrating them over wall time, finds where the car really went
+        (the tachometer counts distance and needs no such care)."""
 
     def apply(self, kind: str, value: float) -> None:
         c = self.calibration
@@ -70,7 +76,7 @@ class TwinDrivetrain:
         self.tachometer += forward_speed * dt / self.calibration.geometry.metres_per_tach_count
 
     def values(self) -> proto.Values:
-        erpm = self._forward * self.calibration.geometry.erpm_per_mps
+        erpm = self._forward * self.pace * self.calibration.geometry.erpm_per_mps
         tach = round(self.tachometer)
         return proto.Values(
             erpm=erpm,
@@ -92,7 +98,12 @@ class TwinDrivetrain:
         roll = math.atan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
         pitch = math.asin(max(-1.0, min(1.0, 2 * (w * y - z * x))))
         yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-        return proto.ImuData((roll, pitch, yaw), tuple(accel), tuple(reading["imu_gyro"]))
+        gyro = np.asarray(reading["imu_gyro"], np.float64) * self.pace  # per wall second
+        return proto.ImuData((roll, pitch, yaw), tuple(accel), tuple(gyro))
+
+
+PACE_WINDOW = 0.2
+"""Wall seconds over which the physics' pace is measured (``TwinDrivetrain.pace``)."""
 
 
 class CarWorld:
@@ -152,7 +163,8 @@ class CarWorld:
         return self.steps * self.period / elapsed if elapsed > 0 else 0.0
 
     def _run(self) -> None:
-        due = time.monotonic()
+        due = window_start = time.monotonic()
+        window_steps = 0
         try:
             while self._running:
                 with self.lock:
@@ -165,6 +177,11 @@ class CarWorld:
                 self.collisions += int(hit and not self._collided)
                 self._collided = hit
                 now = time.monotonic()
+                window_steps += 1
+                if self.realtime and now - window_start >= PACE_WINDOW:
+                    pace = min(1.0, window_steps * self.period / (now - window_start))
+                    self.drivetrain.pace = 0.5 * self.drivetrain.pace + 0.5 * pace
+                    window_start, window_steps = now, 0
                 due = max(due + self.period, now) if self.realtime else now
                 time.sleep(max(0.0, due - now))
         except BaseException as error:  # reported on /diagnostics; the car stops answering
