@@ -147,6 +147,20 @@ def test_transitions_reach_the_learner_and_its_weights_come_back(stack):
     )
 
 
+def test_node_names_are_unique_on_the_graph(stack):
+    """Every node of the running stack has a name of its own (the actor's teleop source once
+    took the actor's ``__node:=actor`` from its process's arguments: three /actor nodes)."""
+    import collections
+
+    def names() -> list[str]:
+        pairs = stack.arm.node.get_node_names_and_namespaces()
+        return [f"{ns.rstrip('/')}/{name}" for name, ns in pairs]
+
+    wait_for(lambda: {"/actor", "/teleop_source"} <= set(names()), 120.0, "the actor's nodes")
+    counts = collections.Counter(names())
+    assert [name for name, count in counts.items() if count > 1] == [], counts
+
+
 def test_the_actor_keeps_stepping(stack):
     """At its own pace: how close that is to the task's rate on this machine is measured, not
     asserted (its diagnostics say WARN when below 80 %)."""
