@@ -117,3 +117,24 @@ def test_the_operator_takes_over_the_cars_two_entry_action():
         env.close()
     assert [info["intervened"] for info in infos] == [False, True]
     np.testing.assert_allclose(infos[1]["applied_action"], [0.5, -0.2])
+
+
+def test_a_world_behind_the_wall_clock_reports_its_speed_per_wall_second():
+    """On a loaded machine the cell's physics falls behind the wall clock; the ERPM it answers is
+    per wall second, so the VESC node's odometry, integrated over wall time, stays on the car
+    (the tachometer counts distance either way)."""
+    import threading
+
+    import numpy as np
+
+    from robot_rl.drivers.car.vesc_kinematics import CarGeometry
+    from robot_rl.sim.cells.car_world import Calibration, TwinDrivetrain
+
+    geometry = CarGeometry(0.05, 10.0, 4, 0.26)
+    drivetrain = TwinDrivetrain(None, Calibration(geometry), threading.Lock())
+    drivetrain.rolled(2.0, 0.01, np.zeros(3))
+    at_pace = drivetrain.values().erpm
+    assert at_pace == pytest.approx(2.0 * geometry.erpm_per_mps)
+    drivetrain.pace = 0.5
+    assert drivetrain.values().erpm == pytest.approx(at_pace / 2)
+    assert drivetrain.values().tachometer == round(0.01 * 2.0 / geometry.metres_per_tach_count)
