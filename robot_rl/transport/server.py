@@ -369,9 +369,9 @@ class TransportServer:
         elif cursor < acked:
             if their_run == self.run_id:
                 logger.warning(
-                    "actor %s: transitions %d-%d are not in this run and the actor no longer "
-                    "holds them (the run directory restored from an older copy, or records "
-                    "dropped by a repair of the actor's outbox); going on from %d",
+                    "actor %s: transitions %d-%d were acknowledged by this run but are not in "
+                    "it (was the run directory restored from an older copy, or did a repair of "
+                    "the actor's outbox drop them?); going on from %d",
                     actor, cursor, acked - 1, acked,
                 )  # fmt: skip
             else:
