@@ -368,8 +368,9 @@ class DemonstratorConfig:
     """Share of attempts that go wrong (a behaviour that fails) and are rejected."""
     fail_after: tuple[int, int] = (15, 40)
     """A failing attempt is given up and rejected after this many control periods (range)."""
-    give_up: int = 150
-    """Control periods after which an attempt that has not succeeded is given up (rejected)."""
+    give_up: int = 300
+    """Control periods after which an attempt that has not succeeded is given up (rejected):
+    generous, since a robot held on stale camera frames does not move (a loaded machine)."""
     failures: tuple[str, ...] = ("open_gripper", "drop", "low_lift")
     """The behaviours (``BEHAVIOURS``) of a failing attempt."""
 
@@ -452,9 +453,10 @@ class LabellerConfig:
     periods: tuple[int, int] = (30, 60)
     """Control periods of an attempt that does not seek success (a failure, random moves,
     wandering), drawn in this range; then hands off until the next episode begins."""
-    seeking_periods: int = 90
+    seeking_periods: int = 300
     """Control periods at most of an attempt that seeks success (a clean, noisy or carrying
-    pick)."""
+    pick): it goes on until it succeeds, as a person does, within this bound (a robot held on
+    stale camera frames does not move)."""
     after_success: int = 8
     """Control periods an attempt goes on once it has seen the task done (shorter than a
     recorder's hold after success, so the operator lets go before the episode ends)."""
