@@ -158,7 +158,7 @@ def robot_session(
                 )
             )
         try:
-            build = lambda options: make_env("ros", task_name, "", seed, options, ros=ros)
+            build = lambda opts: make_env("ros", task_name, "", seed, opts, ros=ros)
             env = wrap_build(build, task_options) if wrap_build else build(task_options)
         except StaleReadingError as error:
             raise UserError(
