@@ -45,6 +45,8 @@ class TwinDrivetrain:
         self.tachometer = 0.0
         self._forward = 0.0
         self._accel_peak: np.ndarray | None = None
+        self._turned = np.zeros(3)  # the gyro integrated since the previous IMU answer (rad)
+        self._turning_time = 0.0
         self.pace = 1.0
         """Simulated seconds per wall second of late (1 while the physics keeps up). A world
         that falls behind the wall clock (a loaded machine) moves slower in wall time than in
@@ -65,11 +67,15 @@ class TwinDrivetrain:
         with self._lock:
             self.twin.send({"speed": np.array([self.speed]), "steering": np.array([self.steering])})
 
-    def rolled(self, forward_speed: float, dt: float, accel_peak: np.ndarray) -> None:
-        """The physics advanced ``dt`` at ``forward_speed``: the tachometer counts it, and the
-        accelerometer's peak of the step is kept for the next IMU answer."""
+    def rolled(self, forward_speed: float, dt: float, accel_peak: np.ndarray, gyro=None) -> None:
+        """The physics advanced ``dt`` at ``forward_speed``: the tachometer counts it, the
+        accelerometer's peak of the step is kept for the next IMU answer, and so is the rotation
+        (``gyro`` rad/s) it turned."""
         self._forward = forward_speed
         with self._lock:
+            if gyro is not None:
+                self._turned += np.asarray(gyro, np.float64) * dt
+                self._turning_time += dt
             kept = self._accel_peak
             if kept is None or np.hypot(*accel_peak[:2]) >= np.hypot(*kept[:2]):
                 self._accel_peak = np.array(accel_peak)
@@ -89,16 +95,22 @@ class TwinDrivetrain:
     def imu(self) -> proto.ImuData:
         """The twin's IMU; the acceleration is the sample of largest horizontal magnitude since
         the previous answer (a real IMU samples far faster than it is polled, and an impact
-        between two polls must still reach the crash detector, as on the twin node)."""
+        between two polls must still reach the crash detector, as on the twin node), and the
+        angular rate the mean since then (a real IMU filters its samples: polled every 20 ms or,
+        on a loaded machine, every 100, a spin during a crash must still turn the odometry's
+        heading by what the car turned)."""
         with self._lock:
             reading = self.twin.read()
             w, x, y, z = self.twin.data.qpos[3:7]
             peak, self._accel_peak = self._accel_peak, None
+            turned, elapsed = self._turned, self._turning_time
+            self._turned, self._turning_time = np.zeros(3), 0.0
         accel = reading["imu_accel"] if peak is None else peak
         roll = math.atan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
         pitch = math.asin(max(-1.0, min(1.0, 2 * (w * y - z * x))))
         yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-        gyro = np.asarray(reading["imu_gyro"], np.float64) * self.pace  # per wall second
+        gyro = turned / elapsed if elapsed > 0 else np.asarray(reading["imu_gyro"], np.float64)
+        gyro = gyro * self.pace  # per wall second
         return proto.ImuData((roll, pitch, yaw), tuple(accel), tuple(gyro))
 
 
@@ -172,7 +184,9 @@ class CarWorld:
                     reading = self.twin.read()
                 self.steps += 1
                 peak = reading.get("imu_accel_peak", reading["imu_accel"])
-                self.drivetrain.rolled(float(reading["velocity"][0]), self.period, peak)
+                self.drivetrain.rolled(
+                    float(reading["velocity"][0]), self.period, peak, reading["imu_gyro"]
+                )
                 hit = bool(reading["collision"][0] > 0.5)
                 self.collisions += int(hit and not self._collided)
                 self._collided = hit
