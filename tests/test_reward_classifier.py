@@ -416,3 +416,19 @@ def test_confirmed_successes_unlike_the_recorded_ones_keep_firing_after_fine_tun
     recorded = labels.images[labels.labels == 1]
     assert np.mean(tuned.probability(recorded) >= threshold) >= relabel.keep_recall
     assert relabel.min_threshold <= threshold <= classifier.config.threshold
+
+
+def test_held_out_episodes_show_both_classes():
+    """A held-out split by episode that happened to draw no success episode reported recall as
+    nothing (the cell's first classifier): success and failure episodes are drawn apart."""
+    from robot_rl.rewards.labels import LabelSet
+
+    episodes = np.repeat(np.arange(20), 10)
+    labels = np.isin(episodes, [3, 11, 17]) & (np.tile(np.arange(10), 20) > 6)
+    images = np.zeros((len(labels), 4, 4, 3), np.uint8)
+    label_set = LabelSet(images, labels, episodes, {})
+    for seed in range(20):
+        train, test = label_set.split_by_episode(0.2, seed=seed)
+        assert test.positives > 0 and train.positives > 0
+        assert len(test) - test.positives > 0
+        assert not set(np.unique(train.episodes)) & set(np.unique(test.episodes))

@@ -53,16 +53,25 @@ class LabelSet:
         return LabelSet(self.images[mask], self.labels[mask], self.episodes[mask], dict(self.meta))
 
     def split_by_episode(self, held_out: float, seed: int) -> tuple[LabelSet, LabelSet]:
-        """(train, held-out): a random ``held_out`` share of the episodes, whole."""
+        """(train, held-out): a random ``held_out`` share of the episodes, whole, drawn apart
+        from the episodes that show success and from those that do not, so that precision and
+        recall are measured on both classes (each group of two or more gives at least one)."""
         if not 0.0 < held_out < 1.0:
             raise ValueError(f"held_out must be in (0, 1), got {held_out}")
         episodes = np.unique(self.episodes)
         if len(episodes) < 2:
             raise ValueError("need frames from at least 2 episodes to hold some out")
         rng = np.random.default_rng(seed)
-        count = min(len(episodes) - 1, max(1, round(held_out * len(episodes))))
-        test_episodes = rng.choice(episodes, count, replace=False)
-        test = np.isin(self.episodes, test_episodes)
+        successful = np.unique(self.episodes[self.labels.astype(bool)])
+        groups = [successful, np.setdiff1d(episodes, successful)]
+        chosen = []
+        for group in groups:
+            if len(group) >= 2:
+                count = min(len(group) - 1, max(1, round(held_out * len(group))))
+                chosen.append(rng.choice(group, count, replace=False))
+        if not chosen:  # two episodes, one of each kind: hold out the one without success
+            chosen.append(groups[1] if len(groups[1]) else groups[0][:1])
+        test = np.isin(self.episodes, np.concatenate(chosen))
         return self.subset(~test), self.subset(test)
 
 
