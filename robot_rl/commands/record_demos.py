@@ -363,9 +363,16 @@ def _run_on_robot(config: RecordDemosConfig, out: Path, console: Console, teleop
         print_error(err)
         return 2
     mode = ObservationMode(
-        cameras=tuple(config.cameras), image_size=config.image_size, robot_mode=True
+        cameras=tuple(config.cameras),
+        image_size=config.image_size,
+        robot_mode=True,
+        checkpoints=config.checkpoints,  # car_lap: the recorded lap's, not the twin track's
     )
-    options = mode.task_options(config.task)
+    try:
+        options = mode.task_options(config.task)
+    except ValueError as err:
+        print_error(err)
+        return 2
     wrap_build, also = None, ""
     if config.reward_classifier:
         from robot_rl.rewards.wrapper import with_reward_classifier
