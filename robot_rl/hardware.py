@@ -92,17 +92,70 @@ class Hardware:
         return [rate for node in observed if (rate := _node_rate(node)) is not None]
 
 
+def hardware_folders() -> list[Path]:
+    """Where hardware files are found by name, in order: ``hardware/`` here, this checkout's
+    ``hardware/`` (an editable install), and ``share/robot_rl/hardware`` under this Python's
+    prefix and each ROS 2 prefix in ``AMENT_PREFIX_PATH`` (a wheel install puts them there)."""
+    import os
+    import sys
+
+    folders = [Path("hardware"), Path(__file__).resolve().parents[1] / "hardware"]
+    prefixes = [sys.prefix, *os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)]
+    folders += [Path(p) / "share" / "robot_rl" / "hardware" for p in prefixes if p]
+    seen, unique = set(), []
+    for folder in folders:
+        key = folder.resolve() if folder.exists() else folder
+        if key not in seen and folder.is_dir():
+            seen.add(key)
+            unique.append(folder)
+    return unique
+
+
+def find_hardware(path: str | Path) -> Path:
+    """The hardware file ``path`` names: the path itself, or a file of that name (``fr3_sim``
+    or ``fr3_sim.yaml``) in ``hardware_folders()``; refused in one line that says where it
+    looked and which files are there."""
+    given = Path(path)
+    if given.is_file():
+        return given
+    name = given.name if given.suffix in (".yaml", ".yml") else f"{given.name}.yaml"
+    folders = hardware_folders() if given.parent == Path(".") or not given.parent.exists() else []
+    for folder in folders:
+        if (folder / name).is_file():
+            return folder / name
+    known = sorted({f.stem for folder in folders for f in folder.glob("*.yaml")})
+    looked = f" nor {name} in {', '.join(str(f) for f in folders)}" if folders else ""
+    names = f" (by name: {', '.join(known)})" if known else ""
+    raise HardwareError(f"no hardware file at {path}{looked}{names}")
+
+
 def load_hardware(path: str | Path) -> Hardware:
     import yaml  # a core dependency, imported only when a file is read
 
-    path = Path(path)
-    if not path.is_file():
-        raise HardwareError(f"no hardware file at {path}")
+    path = find_hardware(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise HardwareError(
+            f"{path}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+            "a hardware file is YAML in UTF-8"
+        ) from None
+    except OSError as err:
+        raise HardwareError(f"{path}: cannot read it: {err.strerror or err}") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise HardwareError(f"{path}: not valid YAML: {err}") from err
+        raise HardwareError(f"{path}: not valid YAML{_yaml_where(err)}") from None
     return parse_hardware(data, str(path))
+
+
+def _yaml_where(err) -> str:
+    """' at line L, column C: <problem>' from a YAML error, in one line."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    context = getattr(err, "context", None)
+    return f"{where}: {problem}" + (f" ({context})" if context else "")
 
 
 def parse_hardware(data: Any, path: str = "<hardware>") -> Hardware:

@@ -415,7 +415,9 @@ def learner_config(cfg: StackConfig):
         "run_dir": f"{cfg.run_dir}/learner",
     }
     if cfg.mode == "robot":  # its checkpoints then say they come from this robot, not the twin
-        changes["hardware"] = str(Path(cfg.hardware).absolute())
+        from robot_rl.hardware import find_hardware  # a name (fr3_sim) or a path
+
+        changes["hardware"] = str(find_hardware(cfg.hardware).absolute())
     return dataclasses.replace(base, **changes)
 
 

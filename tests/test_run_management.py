@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from process_helpers import ROBOT_RL, Proc, process_env, run_cli
@@ -119,3 +120,98 @@ def test_wandb_logs_an_offline_run_beside_tensorboard(tmp_path):
     offline = list((run_dir / "wandb").glob("offline-run-*"))
     assert len(offline) == 1, list((run_dir / "wandb").iterdir())
     assert list(offline[0].glob("*.wandb")), "the run's records"
+
+
+# ------------------------------------------------------------------ errors: one line on stderr
+
+
+def _one_error_line(done: subprocess.CompletedProcess, *names: str) -> str:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    for name in names:
+        assert name in lines[0], lines[0]
+    return lines[0]
+
+
+def test_hardware_files_are_found_by_name_here_and_under_an_installed_prefix(tmp_path, monkeypatch):
+    from robot_rl.hardware import find_hardware, load_hardware
+
+    root = Path(__file__).resolve().parents[1]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert find_hardware("fr3_sim") == root / "hardware" / "fr3_sim.yaml"
+    assert find_hardware("fr3_sim.yaml") == root / "hardware" / "fr3_sim.yaml"
+    # a wheel's copies: share/robot_rl/hardware under a ROS 2 prefix
+    prefix = tmp_path / "prefix"
+    installed = prefix / "share" / "robot_rl" / "hardware"
+    installed.mkdir(parents=True)
+    (installed / "my_cell.yaml").write_text((root / "hardware" / "fr3_sim.yaml").read_text())
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(prefix))
+    assert find_hardware("my_cell") == installed / "my_cell.yaml"
+    assert load_hardware("my_cell").robot_namespace
+    with pytest.raises(ValueError) as err:
+        find_hardware("no_such_cell")
+    assert "no hardware file at no_such_cell" in str(err.value)
+    assert "fr3_sim" in str(err.value) and "my_cell" in str(err.value)
+
+
+def test_a_broken_hardware_file_is_one_line_naming_it_and_refused_first(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("robot:\n  kind: [unclosed\n")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"robot:\n  kind: caf\xe9\n")
+    line = _one_error_line(run_cli("up", "robot", "--hardware", str(bad), timeout=300), str(bad))
+    assert "not valid YAML at line 3, column 1" in line
+    line = _one_error_line(run_cli("up", "robot", "--hardware", str(latin)), str(latin))
+    assert "not UTF-8" in line
+    # missing: said first, before the refusals of the task and the reward source
+    line = _one_error_line(
+        run_cli("up", "robot", "--hardware", str(tmp_path / "gone.yaml")), "gone.yaml"
+    )
+    assert line.startswith("error: no hardware file at")
+
+
+def test_record_demos_without_the_ros_message_definitions_is_one_line(tmp_path):
+    """As without the ros extra: no .msg files found (share_dirs() empty in that process)."""
+    code = (
+        "import sys; import robot_rl.data.ros_schemas as s; s.share_dirs = lambda: []; "
+        "from robot_rl.cli import main; "
+        f"sys.exit(main(['record-demos', '--episodes', '1', '--out', {str(tmp_path / 'd')!r}]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+        env=process_env(), stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    line = _one_error_line(done, "sensor_msgs/msg/Image.msg")
+    assert "pip install -e '.[ros]'" in line
+    assert not (tmp_path / "d").exists() or not list((tmp_path / "d").iterdir())
+
+
+@pytest.fixture(scope="module")
+def gym_run(tmp_path_factory):
+    """A tiny Hopper-free gym run (Pendulum-v1): the checkpoint and the run folder."""
+    run_dir = tmp_path_factory.mktemp("gym") / "run"
+    args = [*TINY_GYM, "--total-steps", "300", "--start-steps", "250", "--eval-every", "300",
+            "--log-every", "100", "--run-dir", str(run_dir)]  # fmt: skip
+    done = run_cli(*args, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return run_dir
+
+
+def test_eval_video_of_a_gym_checkpoint_is_one_line(gym_run, tmp_path):
+    done = run_cli(
+        "eval", "--checkpoint", str(gym_run / "checkpoints"), "--episodes", "1",
+        "--video", str(tmp_path / "v.mp4"),
+    )  # fmt: skip
+    _one_error_line(done, "--video", "Pendulum-v1")
+
+
+def test_eval_shows_progress_with_an_eta_per_episode(gym_run):
+    done = run_cli("eval", "--checkpoint", str(gym_run / "checkpoints"), "--episodes", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("eval ")]
+    assert lines and lines[-1].startswith("eval 2/2 episodes (100%)"), done.stderr
+    assert all("ETA" in line for line in lines)

@@ -15,7 +15,7 @@ from typing import Literal
 
 from rich.console import Console
 
-from robot_rl.errors import UserError
+from robot_rl.errors import UserError, print_error
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.ros.config import RosBackendConfig
 
@@ -134,6 +134,7 @@ def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) ->
     from robot_rl.runtime.environments import make_env
     from robot_rl.runtime.evaluation import evaluate
     from robot_rl.runtime.observation_mode import observation_from_metadata
+    from robot_rl.runtime.progress import JobProgress, stderr_console
     from robot_rl.runtime.video import VideoRecorder
 
     task = config.task or meta.get("task")
@@ -147,6 +148,11 @@ def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) ->
         )
     if trained_on_robot:
         backend = "twin"
+    if config.video and backend == "gym":
+        raise UserError(
+            f"--video records the twin's scene or a camera: {path} was trained on the gymnasium "
+            f"env {env_id}, which renders no frames here; leave --video out"
+        )
     try:
         # the observation mode the checkpoint was trained in, scored by the twin's ground truth
         mode = observation_from_metadata(meta, privileged_state=config.privileged_state)
@@ -155,17 +161,27 @@ def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) ->
         template = SACAgent.create(0, env.observation_space, env.action_space, read_config(path))
         agent = restore_agent(path, template)
     except (ValueError, CheckpointError) as err:  # a checkpoint of another shape or mode
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
 
     recorder = VideoRecorder(config.video, config.video_size) if config.video else None
-    result = evaluate(
-        agent.eval_actions,
-        env,
-        config.episodes,
-        seed=config.seed,
-        on_frame=recorder.capture if recorder else None,
-    )
+    # on stderr: stdout is the result (--json-out); a bar on a terminal, lines in a log
+    progress = JobProgress("eval", config.episodes, unit="episodes", console=stderr_console())
+
+    def episode_done(figures: dict) -> None:
+        progress.update(figures["episode"] + 1, note=f"return {figures['return']:.1f}")
+
+    try:
+        result = evaluate(
+            agent.eval_actions,
+            env,
+            config.episodes,
+            seed=config.seed,
+            on_frame=recorder.capture if recorder else None,
+            on_episode=episode_done,
+        )
+    finally:
+        progress.close()
     env.close()
     control_hz = getattr(getattr(env, "task", None), "control_hz", None)
     label = task if backend == "twin" else env_id

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import tyro
 from rich.console import Console
 
+from robot_rl.errors import print_error
+
 
 @dataclass
 class KeysConfig:
@@ -21,7 +23,7 @@ def run(config: KeysConfig) -> int:
     try:
         written = generate_keys(config.directory)
     except (SecurityError, OSError) as err:
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     d = config.directory
     console.print(f"keys written to {d}: " + ", ".join(p.name for p in written.values()))

@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 from rich.console import Console
 
-from robot_rl.errors import UserError
+from robot_rl.errors import UserError, print_error
 from robot_rl.rewards.labelers import LABELERS
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.runtime.robot_session import RobotSessionOptions
@@ -216,7 +216,7 @@ def run(config: RecordLabelsConfig) -> int:
     try:
         config.validate()
     except UserError as err:
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = config.out or f"labels/{config.task}-{config.camera}{config.image_size}-{stamp}.npz"
@@ -253,7 +253,7 @@ def _record_on_twin(config: RecordLabelsConfig, console: Console):
         env = make_env("twin", config.task, "", config.seed, mode.task_options(config.task))
         return record_labels(config, env, console)
     except ValueError as err:
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     finally:
         if env is not None:
@@ -291,10 +291,10 @@ def _record_on_robot(config: RecordLabelsConfig, out: str, console: Console):
         console.print("[yellow]interrupted[/]: no label file written")
         return 130
     except (ResetFailed, StackFailed) as err:
-        console.print(f"[red]error:[/] {err}; no label file written")
+        print_error(f"{err}; no label file written")
         return 1
     except UserError as err:
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     finally:
         operator.close()

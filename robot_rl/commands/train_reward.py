@@ -19,6 +19,8 @@ from typing import Literal
 
 from rich.console import Console
 
+from robot_rl.errors import print_error
+
 
 @dataclass
 class TrainRewardConfig:
@@ -140,7 +142,7 @@ def run(config: TrainRewardConfig) -> int:
     try:
         result = train_reward(config, console=None if config.json_out else console)
     except (ValueError, FileNotFoundError) as err:
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     if config.json_out:
         print(json.dumps(result))

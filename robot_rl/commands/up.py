@@ -27,6 +27,7 @@ import tyro
 from rich.console import Console
 
 from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
+from robot_rl.errors import print_error
 from robot_rl.rewards.labelers import RelabelOptions
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.runtime.node_readiness import StackFailed, wait_until_active
@@ -143,6 +144,10 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     def validate(self) -> None:
         from robot_rl.stack import with_ros_arguments
 
+        if self.hardware:  # a missing or unreadable hardware file first, before the rest
+            from robot_rl.hardware import load_hardware
+
+            load_hardware(self.hardware)
         with_ros_arguments([], self.ros_args)  # refuses a remap that renames every node
         if self.drivers_only:
             if self.mode != "robot" or not self.hardware:
@@ -318,7 +323,7 @@ def run(cfg: UpConfig) -> int:
         processes = planned_processes(cfg, run_dir, endpoint)
         check_installed(processes, cfg.hardware)  # a robot's drivers are on PATH
     except ValueError as err:
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     run_dir.mkdir(parents=True, exist_ok=True)
     write_config_files(processes)  # the actor's and the learner's whole configs
@@ -377,7 +382,7 @@ def run_drivers_only(cfg: UpConfig, console: Console) -> int:
     try:
         cfg.validate()
     except ValueError as err:
-        console.print(f"[red]error:[/] {err}")
+        print_error(err)
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = Path(cfg.run_dir or f"runs/drivers-{Path(cfg.hardware).stem}-{stamp}").absolute()

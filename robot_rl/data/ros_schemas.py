@@ -16,6 +16,8 @@ import re
 import sys
 from pathlib import Path
 
+from robot_rl.errors import UserError
+
 PRIMITIVE_TYPES = frozenset(
     {
         "bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16",
@@ -25,8 +27,8 @@ PRIMITIVE_TYPES = frozenset(
 SEPARATOR = "=" * 80
 
 
-class MessageDefinitionError(LookupError):
-    """A message type's .msg file is not installed on this machine."""
+class MessageDefinitionError(UserError, LookupError):
+    """A message type's .msg file is not installed on this machine (one line: the ros extra)."""
 
 
 def share_dirs() -> list[Path]:
