@@ -215,3 +215,18 @@ def test_eval_shows_progress_with_an_eta_per_episode(gym_run):
     lines = [line for line in done.stderr.splitlines() if line.startswith("eval ")]
     assert lines and lines[-1].startswith("eval 2/2 episodes (100%)"), done.stderr
     assert all("ETA" in line for line in lines)
+
+
+def test_a_gym_run_is_labelled_by_its_env_and_reports_returns(gym_run):
+    """Issue 28 point 7: no 'pick_cube' label, no success figures where the env has none."""
+    config = json.loads((gym_run / "config.json").read_text())
+    assert config["task"] == "Pendulum-v1"
+    evals = [json.loads(line) for line in (gym_run / "eval.jsonl").read_text().splitlines()]
+    assert evals and all(e["success_signal"] is False for e in evals)
+    metrics = (gym_run / "metrics.jsonl").read_text()
+    assert "charts/episode_return" in metrics and "charts/success" not in metrics
+    assert (gym_run / "curves.png").is_file()
+    done = run_cli("eval", "--checkpoint", str(gym_run / "checkpoints"), "--episodes", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Pendulum-v1" in done.stdout and "return" in done.stdout
+    assert "success" not in done.stdout and "failure" not in done.stdout

@@ -224,6 +224,13 @@ def judge_line(summary: dict) -> str:
 
 def _print_result(console: Console, label: str, path, out: dict) -> None:
     cycle = out.get("cycle_time_s")
+    if out.get("success_source") == "env":  # a gymnasium env: returns, no success signal
+        console.print(
+            f"{label} @ {Path(path).name}: return {out['return_mean']:.1f} +- "
+            f"{out['return_std']:.1f} over {out['episodes']} episodes; "
+            f"episode length {out['length_mean']:.1f} steps"
+        )
+        return
     console.print(
         f"{label} @ {Path(path).name}: success {out['success_rate']:.0%} "
         f"(95% CI {out['success_ci_low']:.0%}-{out['success_ci_high']:.0%}) over "

@@ -27,8 +27,14 @@ def draw_curves(evals: list[dict], metrics: list[dict], out: Path, title: str) -
     episodes = [m for m in metrics if "charts/episode_return" in m]
     if not evals and not episodes:
         return None
-    fig, (ax_success, ax_return) = plt.subplots(1, 2, figsize=(10, 3.8))
-    if evals:
+    # a gymnasium run has no success signal (its eval records say so): returns only
+    no_success = bool(evals) and all(e.get("success_signal") is False for e in evals)
+    if no_success:
+        fig, ax_return = plt.subplots(1, 1, figsize=(5.5, 3.8))
+        ax_success = None
+    else:
+        fig, (ax_success, ax_return) = plt.subplots(1, 2, figsize=(10, 3.8))
+    if evals and ax_success is not None:
         steps = [e["step"] for e in evals]
         ax_success.plot(steps, [e["success_rate"] for e in evals], marker="o", label="eval")
         ax_success.fill_between(
@@ -38,9 +44,12 @@ def draw_curves(evals: list[dict], metrics: list[dict], out: Path, title: str) -
             alpha=0.2,
             label="95% CI",
         )
-        ax_return.plot(steps, [e["return_mean"] for e in evals], marker="o", label="eval")
+    if evals:
+        ax_return.plot(
+            [e["step"] for e in evals], [e["return_mean"] for e in evals], marker="o", label="eval"
+        )
     successes = [m for m in episodes if "charts/success" in m]
-    if successes:
+    if successes and ax_success is not None:
         # Training episodes succeed or not: a rolling mean over 20 reads as a rate.
         values = [m["charts/success"] for m in successes]
         window = [sum(values[max(0, i - 19) : i + 1]) / len(values[max(0, i - 19) : i + 1])
@@ -55,9 +64,10 @@ def draw_curves(evals: list[dict], metrics: list[dict], out: Path, title: str) -
             alpha=0.4,
             label="training episodes",
         )
-    ax_success.set(xlabel="environment steps", ylabel="success rate", ylim=(-0.02, 1.02))
+    if ax_success is not None:
+        ax_success.set(xlabel="environment steps", ylabel="success rate", ylim=(-0.02, 1.02))
     ax_return.set(xlabel="environment steps", ylabel="episode return")
-    for ax in (ax_success, ax_return):
+    for ax in (a for a in (ax_success, ax_return) if a is not None):
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=8)
     fig.suptitle(title)

@@ -220,7 +220,10 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         console.print(f"[bold]resumed[/] {checkpoint} at step {start_step}")
     core.spread(console.print)
 
-    logger = RunLogger(run_dir, config=dataclasses.asdict(cfg), resume=checkpoint is not None)
+    run_config = dataclasses.asdict(cfg)
+    if cfg.backend == "gym":  # labelled by its environment, not the unused twin task
+        run_config["task"] = cfg.env_id
+    logger = RunLogger(run_dir, config=run_config, resume=checkpoint is not None)
     if cfg.wandb:
         from robot_rl.runtime.wandb_log import WandbLogger
 
@@ -265,6 +268,8 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
     )  # fmt: skip
     # A person at the teleop device needs the twin at the task's rate, not as fast as it can go.
     operator_pace = realtime_pace(env, cfg.interventions, cfg.backend)
+    gym = cfg.backend == "gym"  # no success signal: its figures are returns
+    last_return = None
     # a bar on a terminal; in a log file the progress lines below carry the ETA
     progress = JobProgress("train", cfg.total_steps, console=console, start=start_step, lines=False)
     try:
@@ -275,6 +280,9 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                 operator_pace.sleep()
             if ended is not None:
                 figures = {EPISODE_SCALARS[k]: v for k, v in ended.figures.items()}
+                last_return = figures.get("charts/episode_return", last_return)
+                if gym:  # a gymnasium env has no success signal: nothing to plot as one
+                    figures.pop("charts/success", None)
                 figures.pop("robot/intervention_rate")  # with interventions: the wrapper's
                 logger.scalars(step, {**figures, **ended.info.get("intervention_metrics", {})})
             while core.may_update(chunk):
@@ -289,11 +297,14 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                     core.agent.eval_actions, eval_env, cfg.eval_episodes, cfg.seed + 1
                 )
                 last_eval = {"step": step, **result.as_dict()}
-                logger.evaluation(step, result.as_dict())
+                logger.evaluation(
+                    step, {**result.as_dict(), **({"success_signal": False} if gym else {})}
+                )
                 eval_seconds += time.perf_counter() - eval_start
+                success = "" if gym else f", success {result.success_rate:.0%}"
                 console.print(
                     f"  eval @ {step}: return {result.return_mean:.1f}"
-                    f" +- {result.return_std:.1f}, success {result.success_rate:.0%}"
+                    f" +- {result.return_std:.1f}{success}"
                 )
             if step % cfg.log_every == 0:
                 elapsed = time.perf_counter() - loop_start
@@ -304,9 +315,13 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                     hil_part = (
                         f"interventions (last 20) {loop.recent_intervention_rate() or 0:.0%} | "
                     )
+                if gym:
+                    trained = "" if last_return is None else f"last return {last_return:.1f}"
+                else:
+                    trained = f"train success (last 20) {loop.recent_success_rate() or 0:.0%}"
                 console.print(
                     f"step {step}/{cfg.total_steps} | episodes {loop.episodes} | "
-                    f"train success (last 20) {loop.recent_success_rate() or 0:.0%} | "
+                    f"{trained + ' | ' if trained else ''}"
                     f"{hil_part}"
                     f"{(step - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
                     f"{ups:.0f} updates/s | ETA {format_seconds(progress.eta())}"
