@@ -57,6 +57,7 @@ KNOWN_CIRCLES = {
     # sim/cells: a cell node starts its parts (camera, simulated human) by import, and the
     # parts import the node's topic names and state layout from it
     ("robot_rl.sim.cells.car_camera", "robot_rl.sim.cells.car_cell"),
+    ("robot_rl.sim.cells.car_cell", "robot_rl.sim.cells.car_human"),
     ("robot_rl.sim.cells.cell_camera", "robot_rl.sim.cells.fr3_cell"),
     ("robot_rl.sim.cells.cell_human", "robot_rl.sim.cells.fr3_cell"),
 }

@@ -15,13 +15,13 @@ def test_keys_writes_both_pairs_and_never_overwrites(tmp_path):
     assert (tmp_path / "k" / "authorized_actors" / "actor.key").is_file()
     assert oct((tmp_path / "k" / "learner.key_secret").stat().st_mode & 0o777) == "0o600"
     again = robot_rl("keys", str(tmp_path / "k"))
-    assert again.returncode == 2 and "already exists" in again.stdout
+    assert again.returncode == 2 and "already exists" in again.stderr
 
 
 def test_learner_refuses_to_listen_beyond_loopback_without_keys(tmp_path):
     proc = robot_rl("learner", "--bind", "tcp://0.0.0.0:5999", "--run-dir", str(tmp_path / "r"))
     assert proc.returncode == 2
-    assert "without authentication" in proc.stdout and "robot-rl keys" in proc.stdout
+    assert "without authentication" in proc.stderr and "robot-rl keys" in proc.stderr
     assert not (tmp_path / "r").exists()
 
 

@@ -61,8 +61,9 @@ class RobotSessionOptions:
     def check_session(self) -> None:
         if self.hardware is None:
             return
-        if not Path(self.hardware).is_file():
-            raise UserError(f"no hardware file at {self.hardware}")
+        from robot_rl.hardware import find_hardware
+
+        find_hardware(self.hardware)  # a path, or a name (fr3_sim) the package ships
         if not self.ready_timeout > 0 or self.grace < 0:
             raise UserError("--ready-timeout must be > 0 and --grace >= 0")
         if self.reset_tries < 1 or self.reset_wait < 0:
