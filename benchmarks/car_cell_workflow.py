@@ -55,6 +55,8 @@ from pathlib import Path
 
 import numpy as np
 
+from robot_rl.runtime.stack_progress import actor_summary
+
 ROOT = Path(__file__).resolve().parents[1]
 HARDWARE = ROOT / "hardware" / "car_sim.yaml"
 DEFAULT_PORT = "/tmp/robot_rl_car_sim/vesc"
@@ -308,18 +310,6 @@ def train(args, watch: Path, out: Path, truth: Truth) -> dict:
     figures["true_practice_lap_minutes"] = [round((s - started) / 60, 2) for s, _ in truth.laps]
     figures["wall_contacts"] = practice["contacts"]
     return figures
-
-
-def actor_summary(log: Path) -> dict | None:
-    if not log.is_file():
-        return None
-    for line in reversed(log.read_text(errors="replace").splitlines()):
-        if line.startswith("{") and '"actor"' in line:
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                return None
-    return None
 
 
 def evaluate(args, watch: Path, out: Path, truth: Truth) -> dict:
