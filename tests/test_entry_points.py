@@ -64,10 +64,10 @@ def test_train_then_eval_on_the_twin(tmp_path, task):
 def test_train_refuses_bad_input_with_a_clear_message(tmp_path):
     bad = run(["train", "--task", "no_such_task", "--run-dir", str(tmp_path / "r")])
     assert bad.returncode == 2
-    assert "unknown task 'no_such_task'" in bad.stdout
+    assert "unknown task 'no_such_task'" in bad.stderr
     assert "Traceback" not in bad.stdout + bad.stderr
     resume = run(["train", "--backend", "gym", "--resume"])
-    assert resume.returncode == 2 and "--resume needs --run-dir" in resume.stdout
+    assert resume.returncode == 2 and "--resume needs --run-dir" in resume.stderr
 
 
 def test_eval_without_a_checkpoint_is_a_clear_error(tmp_path):

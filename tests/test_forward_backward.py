@@ -209,7 +209,7 @@ def test_cli_train_fb_refuses_bad_input_clearly():
         timeout=120,
     )
     assert result.returncode == 2
-    assert "no backward task for 'peg_insert'" in result.stdout
+    assert "no backward task for 'peg_insert'" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 
 
@@ -325,7 +325,7 @@ def test_resume_refuses_a_missing_checkpoint_and_another_config_clearly(tmp_path
     run_dir = tmp_path / "run"
     result = run_cli("train-fb", "--run-dir", str(run_dir), "--resume", timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "no train-fb checkpoint in" in result.stdout
+    assert "no train-fb checkpoint in" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 
     run_dir.mkdir()
@@ -341,7 +341,7 @@ def test_resume_refuses_a_missing_checkpoint_and_another_config_clearly(tmp_path
     )
     capsys.readouterr()
     assert run(other) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # the error line goes to stderr
     assert "trained with another configuration" in out
     assert "task: checkpoint has 'pick_cube', this run has 'peg_insert'" in out
     assert "replay_capacity: checkpoint has 100000, this run has 500" in out
@@ -350,4 +350,4 @@ def test_resume_refuses_a_missing_checkpoint_and_another_config_clearly(tmp_path
 
     # a fresh run does not overwrite a resumable one
     assert run(fb_config(run_dir=str(run_dir))) == 2
-    assert "pass --resume" in capsys.readouterr().out
+    assert "pass --resume" in capsys.readouterr().err

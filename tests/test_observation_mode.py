@@ -181,7 +181,7 @@ def test_robot_mode_without_a_reward_source_is_refused_in_one_line(capsys):
     from robot_rl.cli import main
 
     assert main(["train", "--task", "pick_cube", "--robot-mode"]) == 2
-    err = capsys.readouterr().out
+    err = capsys.readouterr().err
     assert "robot mode: pick_cube's reward and success read the twin's object poses" in err
     assert "--reward-classifier" in err and "--operator keyboard|joy" in err
     assert len(err.strip().splitlines()) == 1
@@ -200,7 +200,7 @@ def test_robot_mode_train_relabelling_is_refused_up_front_in_one_line(capsys, tm
     run_dir = tmp_path / "run"
     args = ["train", "--task", "pick_cube", "--robot-mode", "--reward-classifier", str(tmp_path)]
     assert main([*args, "--relabel-false-positives", "--run-dir", str(run_dir)]) == 2
-    err = capsys.readouterr().out.strip()
+    err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert "robot mode: train's --relabel-false-positives answers with the twin's ground" in err
     assert "--operator joy" in err and not run_dir.exists()
@@ -303,7 +303,7 @@ def test_a_checkpoint_trained_without_privileged_state_is_evaluated(tmp_path, ca
     (checkpoint / META_FILE).write_text(json.dumps(legacy))
     assert observation_from_metadata(legacy).resolved_privileged_state() is True
     assert run(EvalConfig(checkpoint=str(checkpoint), episodes=1)) == 2
-    assert "the agent expects" in capsys.readouterr().out
+    assert "the agent expects" in capsys.readouterr().err
     assert run(EvalConfig(checkpoint=str(checkpoint), episodes=1, privileged_state=False)) == 0
     (checkpoint / META_FILE).write_text(json.dumps(meta))
 
