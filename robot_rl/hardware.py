@@ -253,26 +253,28 @@ RATE_PARAMETERS = ("rate", "state_hz", "telemetry_hz", "fps")
 """Node parameters that say how often a node publishes its sensor topics (Hz)."""
 
 
-def _node_rate(node: DriverNode) -> float | None:
+def _first_rate(values: dict) -> float | None:
+    """The first positive number among ``values``' RATE_PARAMETERS."""
     for name in RATE_PARAMETERS:
-        value = node.parameters.get(name)
+        value = values.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             return float(value)
-    if node.device_type is None:
-        return None
+    return None
+
+
+def _node_rate(node: DriverNode) -> float | None:
+    rate = _first_rate(node.parameters)
+    if rate is not None or node.device_type is None:
+        return rate
     from dataclasses import fields
 
     from robot_rl.drivers.registry import DEVICES
 
     try:  # the driver's own default (its module imports ROS 2 and may import its device)
-        defaults = {f.name: f.default for f in fields(DEVICES[node.device_type].load().CONFIG)}
+        config = DEVICES[node.device_type].load().CONFIG
     except ImportError:
         return None
-    for name in RATE_PARAMETERS:
-        value = defaults.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return float(value)
-    return None
+    return _first_rate({f.name: f.default for f in fields(config)})
 
 
 def _device_type(where: _Where, raw: dict, key: str):

@@ -62,6 +62,7 @@ from robot_rl.ros.teleop_contract import (
     TWIST_TOPIC,
 )
 from robot_rl.sim.cells.car_cell import COLLISION_TOPIC, STATE_TOPIC, part_field
+from robot_rl.sim.cells.teleop_publish import publish_teleop
 
 MODES = ("drive", "demonstrate", "watch")
 MOVING = 0.3
@@ -237,21 +238,15 @@ class CarHumanNode(Node):
 
     def _publish(self) -> None:
         sticks = self._sticks
-        twist = TwistStamped()
-        twist.header = convert.header(time.time(), "base")
+        speed = steer = 0.0
         buttons = [0] * JOY_BUTTONS
         if sticks is not None:
-            twist.twist.linear.x = float(np.clip(sticks[0], -1.0, 1.0)) + 0.0
-            twist.twist.angular.z = float(np.clip(sticks[1], -1.0, 1.0)) + 0.0
+            speed, steer = (float(np.clip(v, -1.0, 1.0)) for v in sticks[:2])
             buttons[INTERVENE_BUTTON] = 1  # RB held while its hands are on the sticks
         buttons[SUCCESS_BUTTON] = int(time.monotonic() < self._pressed_until)
-        t = twist.twist
-        joy = Joy()
-        joy.header = twist.header
-        joy.axes = [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
-        joy.buttons = buttons
-        self._twist_pub.publish(twist)
-        self._joy_pub.publish(joy)
+        publish_teleop(
+            self._twist_pub, self._joy_pub, (speed, 0.0, 0.0), (0.0, 0.0, steer), buttons
+        )
 
     def _publish_diagnostics(self) -> None:
         sees = self._pose_now() is not None

@@ -70,6 +70,7 @@ from robot_rl.ros.teleop_contract import (
     TWIST_TOPIC,
 )
 from robot_rl.sim.cells.fr3_cell import CUBE_TOPIC, RESET_OBJECTS, part_field
+from robot_rl.sim.cells.teleop_publish import publish_teleop
 
 LIFTED = 0.03
 """The cube's bottom this far above the table counts as picked up (m)."""
@@ -321,14 +322,10 @@ class CellHumanNode(Node):
 
     def _publish(self) -> None:
         action = self._action
-        twist = TwistStamped()
-        twist.header = convert.header(time.time(), "base")
-        joy = Joy()
-        joy.header = twist.header
+        linear = (0.0, 0.0, 0.0)
         buttons = [0] * JOY_BUTTONS
         if action is not None:
-            x, y, z = (float(v) for v in np.clip(action[:3], -1.0, 1.0))
-            twist.twist.linear.x, twist.twist.linear.y, twist.twist.linear.z = x, y, z
+            linear = tuple(float(v) for v in np.clip(action[:3], -1.0, 1.0))
             grip = float(action[3]) if len(action) > 3 else 0.0
             buttons[INTERVENE_BUTTON] = 1
             buttons[CLOSE_BUTTON], buttons[OPEN_BUTTON] = int(grip > 0.5), int(grip < -0.5)
@@ -341,11 +338,7 @@ class CellHumanNode(Node):
         else:
             buttons[SUCCESS_BUTTON] = int(self.success_press.down(now))
         self._press_answers(buttons)
-        t = twist.twist
-        joy.axes = [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
-        joy.buttons = buttons
-        self._twist_pub.publish(twist)
-        self._joy_pub.publish(joy)
+        publish_teleop(self._twist_pub, self._joy_pub, linear, (0.0, 0.0, 0.0), buttons)
 
     def _start_answering(self) -> None:
         """Watch /operator/query and answer its questions (sim/cells/operator_answers.py)."""
