@@ -71,7 +71,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         ),
         "train-reward": (
             "TrainRewardConfig",
-            "the reward classifier: frozen image trunk + trained head, held-out precision, recall",
+            "the reward classifier on labelled frames, with held-out precision and recall",
         ),
         "convert-encoder": (
             "ConvertEncoderConfig",

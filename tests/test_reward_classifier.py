@@ -11,7 +11,7 @@ from robot_rl.rewards.classifier import (
     save_classifier,
 )
 from robot_rl.rewards.labels import LabelSet, balanced_indices, load_labels, save_labels
-from robot_rl.rewards.training import FitConfig, accuracy, fit
+from robot_rl.rewards.training import FitConfig, accuracy, choose_threshold, f_score, fit
 from robot_rl.rewards.wrapper import ClassifierReward
 
 SIZE = 24  # the smallest image the conv trunk takes: keeps compiles short
@@ -162,6 +162,51 @@ def test_tiny_training_run_beats_chance_and_the_checkpoint_round_trips(tmp_path)
         loaded.probability(np.zeros((32, 32, 3), np.uint8))
     with pytest.raises(FileNotFoundError, match="no reward classifier"):
         load_classifier(tmp_path / "nothing")
+
+
+def test_a_trained_trunk_changes_and_still_classifies():
+    labels = synthetic_labels(np.random.default_rng(2))
+    train, test = labels.split_by_episode(0.25, seed=0)
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=16, pooling="avg")
+    classifier = RewardClassifier.create(config, seed=0)
+    fit_config = FitConfig(steps=150, batch_size=32, learning_rate=3e-3, train_trunk=True)
+    trained = fit(classifier, train, fit_config)
+    assert accuracy(trained, test)["accuracy"] >= 0.9
+    changed = [
+        not np.array_equal(was, now)
+        for was, now in zip(
+            _leaves(classifier.trunk_variables), _leaves(trained.trunk_variables), strict=True
+        )
+    ]
+    assert all(changed)
+
+
+class FixedProbabilities:
+    """A stand-in whose P(success) of frame i is ``probs[i]`` (frame i's first pixel is i)."""
+
+    config = ClassifierConfig(camera="front", image_size=8)
+
+    def __init__(self, probs):
+        self.probs = np.asarray(probs)
+
+    def probability(self, images):
+        return self.probs[np.asarray(images)[:, 0, 0, 0].astype(int)]
+
+
+def test_the_threshold_favours_precision_where_accuracy_would_never_fire():
+    # 10 success frames of 100: the classifier scores the successes 0.7, and 5 failures 0.6.
+    # Never firing (0.95) scores 90% accuracy; 0.55 scores 95% but pays 5 false successes;
+    # F0.5 takes 0.65..0.70, which finds every success and no failure.
+    truth = np.zeros(100, np.uint8)
+    truth[:10] = 1
+    probs = np.full(100, 0.1)
+    probs[:10], probs[10:15] = 0.7, 0.6
+    images = np.zeros((100, 8, 8, 3), np.uint8)
+    images[:, 0, 0, 0] = np.arange(100)
+    validation = LabelSet(images, truth, np.arange(100))
+    assert choose_threshold(FixedProbabilities(probs), validation) == 0.7
+    assert f_score(np.zeros(4, bool), np.ones(4, bool), beta=0.5) == 0.0
+    assert f_score(np.ones(4, bool), np.ones(4, bool), beta=0.5) == 1.0
 
 
 def _leaves(tree):

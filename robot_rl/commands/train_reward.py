@@ -1,8 +1,9 @@
-"""`robot-rl train-reward`: a success classifier on a frozen image trunk, from labelled frames.
+"""`robot-rl train-reward`: a success classifier on an image trunk, from labelled frames.
 
 Reads a label file (robot-rl record-labels), holds out a share of its episodes (whole: frames
 of one episode are near-copies of each other), trains the head with balanced batches and DrQ
-random shifts, reports precision and recall of the success class and accuracy on the held-out
+random shifts (the head alone on a pretrained trunk, trunk and head together on a random one),
+reports precision and recall of the success class and accuracy on the held-out
 episodes, and writes the checkpoint that `robot-rl train --reward-classifier DIR` and `up robot
 --reward-classifier DIR` use. The label file says where its frames come from (a robot's
 camera with --hardware, or the twin's): a classifier judges only frames like those it was
@@ -29,7 +30,10 @@ class TrainRewardConfig:
     out: str | None = None
     """Checkpoint directory; default reward_classifiers/<label file name>/."""
     trunk: Literal["conv", "resnet10"] = "conv"
-    """Frozen trunk: 'conv' (random weights) or 'resnet10' (best with --pretrained)."""
+    """Image trunk: 'conv' (random weights) or 'resnet10' (best with --pretrained)."""
+    train_trunk: bool | None = None
+    """Train the trunk with the head; default: yes for a random trunk, no (frozen, as in
+    SERL) for --pretrained weights."""
     pretrained: str | None = None
     """ResNet-10 weights (.pt/.pth/.safetensors, torchvision layout) for --trunk resnet10."""
     pooling: Literal["spatial_learned", "flatten", "avg"] = "spatial_learned"
@@ -39,8 +43,8 @@ class TrainRewardConfig:
     threshold: float | None = None
     """Success probability at which the reward wrapper pays 1 and ends the episode; default:
     the most accurate one on validation episodes (a share of the training episodes)."""
-    steps: int = 1_000
-    """Gradient steps on the head."""
+    steps: int = 3_000
+    """Gradient steps."""
     batch_size: int = 64
     """Frames per step, half success and half failure."""
     learning_rate: float = 3e-4
@@ -85,12 +89,14 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
 
         trunk_variables = load_resnet10_state_dict(config.pretrained)
     classifier = RewardClassifier.create(classifier_config, config.seed, trunk_variables)
+    trunk_trained = config.pretrained is None if config.train_trunk is None else config.train_trunk
     if console:
         console.print(
             f"[bold]train-reward[/] frames from {frames_from(labels.meta)}: "
             f"{len(train_set)} for training ({train_set.positives} success), "
             f"{len(test_set)} held out ({test_set.positives} success) from "
-            f"{len(set(test_set.episodes.tolist()))} episodes; frozen {config.trunk} trunk"
+            f"{len(set(test_set.episodes.tolist()))} episodes; "
+            f"{'trained' if trunk_trained else 'frozen'} {config.trunk} trunk"
         )
 
     def progress(step: int, loss: float) -> None:
@@ -103,6 +109,7 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
         learning_rate=config.learning_rate,
         drq_pad=config.drq_pad,
         seed=config.seed,
+        train_trunk=trunk_trained,
     )
     classifier = fit(classifier, train_set, fit_config, progress)
     if validation is not None:
@@ -119,6 +126,7 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
         "labels": str(Path(config.labels).resolve()),  # a relabelling run reads it again
         "frames_from": frames_from(labels.meta),
         "steps": config.steps,
+        "trunk": "trained" if trunk_trained else "frozen",
     }
     out = Path(config.out or Path("reward_classifiers") / Path(config.labels).stem)
     save_classifier(out, classifier, metrics)

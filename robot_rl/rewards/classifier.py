@@ -1,8 +1,10 @@
-"""The reward classifier: a frozen image trunk and a small trained head giving P(success | image).
+"""The reward classifier: an image trunk and a small head giving P(success | image).
 
-As in SERL/HIL-SERL, the trunk (the project's ResNet-10, pretrained weights when given, or the
-small conv trunk) stays frozen, so a few hundred labelled frames train only the head: pooling,
-Dense + LayerNorm + tanh (``EncoderHead``) and one logit. A checkpoint is a directory with
+As in SERL/HIL-SERL, a pretrained trunk (the project's ResNet-10 with weights) stays frozen, so
+a few hundred labelled frames train only the head: pooling, Dense + LayerNorm + tanh
+(``EncoderHead``) and one logit. A random trunk (the small conv one, or ResNet-10 without
+weights) is trained with the head by ``robot-rl train-reward``; fine-tunes while a run
+relabels (robot_rl.rewards.relabel) train the head alone. A checkpoint is a directory with
 ``classifier.msgpack`` (Flax msgpack of trunk variables and head parameters) and
 ``config.json`` (the config plus training figures), written under a temporary name and renamed.
 """
@@ -35,7 +37,7 @@ class ClassifierConfig:
     image_size: int = 64
     """Square image side in pixels it was trained on."""
     trunk: str = "conv"
-    """Frozen trunk: 'conv' (random weights) or 'resnet10' (pretrained with --pretrained)."""
+    """Trunk: 'conv' (random weights, trained) or 'resnet10' (pretrained with --pretrained)."""
     pooling: str = "spatial_learned"
     """Head pooling: spatial_learned, flatten or avg."""
     hidden_dim: int = 64
