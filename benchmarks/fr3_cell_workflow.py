@@ -38,7 +38,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = "/teleop/simulated_human"
-FULL = {"demos": 20, "label_episodes": 30, "steps": 18_000, "eval_episodes": 50}
+FULL = {"demos": 20, "label_episodes": 30, "steps": 100_000, "eval_episodes": 50}
+"""The full run's RL stage ends on --minutes (cell time); its steps are only a ceiling."""
 QUICK = {"demos": 2, "label_episodes": 4, "steps": 300, "eval_episodes": 2}
 
 
@@ -154,7 +155,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="CI's short version")
-    parser.add_argument("--minutes", type=float, default=30.0, help="RL budget (cell time)")
+    parser.add_argument(
+        "--minutes", type=float, default=None, help="RL budget in cell time (full run: 30)"
+    )
     parser.add_argument("--steps", type=int, default=None, help="RL env steps (default: a budget)")
     parser.add_argument("--demos", type=int, default=None)
     parser.add_argument("--label-episodes", type=int, default=None)
@@ -263,8 +266,8 @@ def main() -> None:
     emit({**record, "held_out": _last_json(text)})
     # 5: RL with corrections
     steps = plan["steps"] if args.steps is None else args.steps
-    if args.steps is None and not args.quick:
-        steps = int(args.minutes * 60 * 10)  # the task's 10 Hz: the budget in cell time
+    minutes = args.minutes if args.minutes is not None or args.quick else 30.0
+    budget = [] if minutes is None else ["--minutes", f"{minutes:g}"]  # cell time, not steps
     record, text = run_stage(
         "rl",
         robot_rl(
@@ -287,6 +290,7 @@ def main() -> None:
             "joy",
             "--total-steps",
             str(steps),
+            *budget,
             "--eval-episodes",
             "0",
             "--seed",
@@ -301,7 +305,7 @@ def main() -> None:
     emit(
         {
             **record,
-            "steps": steps,
+            "steps": (report.get("learner") or {}).get("received"),
             "recipe": _figure(r"(recipe: [^\n]*)", text, str),
             "utd": report.get("utd"),
             "learner": report.get("learner"),

@@ -57,6 +57,10 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     """Twin only: transitions the learner may fall behind before the actor waits for it."""
     total_steps: int = UP_TOTAL_STEPS
     """Environment steps of the run (the learner makes its updates for all of them)."""
+    minutes: float | None = None
+    """A time budget: the actor acts this many minutes (or --total-steps, whichever comes
+    first), then the learner stops with its final checkpoint and the run is reported as one
+    that ran its steps (a robot's training is measured in its time: 30 minutes on the cell)."""
     demos: int | None = None
     """Scripted-expert demonstrations the learner makes (twin only); default: the recipe."""
     demo_path: str | None = None
@@ -162,6 +166,8 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
             raise ValueError("robot-rl up robot needs --hardware hardware/<setup>.yaml")
         if self.total_steps < 1:
             raise ValueError(f"--total-steps must be >= 1, got {self.total_steps}")
+        if self.minutes is not None and not self.minutes > 0:
+            raise ValueError(f"--minutes must be > 0, got {self.minutes}")
         if self.eval_episodes < 0 or self.grace < 0:
             raise ValueError("--eval-episodes and --grace must be >= 0")
         if self.max_learner_lag < 1:
@@ -214,6 +220,7 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
             reward_classifier=_absolute(self.reward_classifier),
             interventions="ros" if operator_interventions(self) else "off",
             checkpoints=_absolute(self.checkpoints),
+            max_seconds=None if self.minutes is None else self.minutes * 60.0,
         )
 
     def observation(self) -> ObservationMode:
@@ -346,7 +353,9 @@ def run(cfg: UpConfig) -> int:
             if spec not in drivers:
                 robot_learner = cfg.mode == "robot" and spec.role == "learner"
                 supervisor.start(spec, niceness=cfg.learner_niceness if robot_learner else 0)
-        _supervise(supervisor, progress, console, cfg.log_every)
+        if _supervise(supervisor, progress, console, cfg.log_every, cfg.minutes is not None):
+            console.print(f"the {cfg.minutes:g} minutes are spent: stopping the learner")
+            supervisor.stop(cfg.grace, names=["learner"])  # its final checkpoint and summary
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: stopping {len(supervisor.children)} processes")
         codes = supervisor.stop(cfg.grace)
@@ -405,8 +414,10 @@ def run_drivers_only(cfg: UpConfig, console: Console) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _supervise(supervisor, progress, console, log_every: float) -> None:
-    """Until the actor and the learner have both finished; a failure raises StackFailed."""
+def _supervise(supervisor, progress, console, log_every: float, budget: bool = False) -> bool:
+    """Until the actor and the learner have both finished; a failure raises StackFailed.
+    ``budget``: the actor may stop on its time budget before the learner has the steps it
+    waits for; True when that happened (the learner is still running)."""
     last_line = time.monotonic()
     while True:
         for name, event, code in supervisor.poll():
@@ -420,13 +431,15 @@ def _supervise(supervisor, progress, console, log_every: float) -> None:
             else:
                 tail = child.log.read_text(errors="replace").splitlines()[-15:]
                 raise StackFailed(f"{name} exited with {code}:\n" + "\n".join(tail))
-        finals = [
-            supervisor.returncode(name)
+        finals = {
+            name: supervisor.returncode(name)
             for name in ("actor", "learner")
             if name in supervisor.children
-        ]
-        if finals and all(code == 0 for code in finals):
-            return
+        }
+        if finals and all(code == 0 for code in finals.values()):
+            return False
+        if budget and finals.get("actor") == 0 and finals.get("learner") is None:
+            return True
         if time.monotonic() - last_line >= log_every:
             last_line = time.monotonic()
             console.print(progress.line(), soft_wrap=True, highlight=False)

@@ -75,6 +75,9 @@ class ActorConfig(ObservationMode, OperatorOptions, RelabelOptions):
     """Control rate as a multiple of the task's (a twin may run faster); 0: as fast as it can."""
     total_steps: int | None = None
     """Stop once this actor has produced this many transitions in all (restarts included)."""
+    max_seconds: float | None = None
+    """Stop acting after this many seconds (a time budget on the robot), as at --total-steps:
+    the open answers are waited for, the outbox flushed, the summary printed."""
     curve_secret_key: str | None = None
     """This actor's CURVE secret key file (from `robot-rl keys`)."""
     learner_public_key: str | None = None
@@ -106,6 +109,8 @@ class ActorConfig(ObservationMode, OperatorOptions, RelabelOptions):
     def validate(self) -> None:
         if self.speedup < 0:
             raise ValueError(f"speedup must be >= 0, got {self.speedup}")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ValueError(f"max_seconds must be > 0, got {self.max_seconds}")
         if self.max_learner_lag is not None and self.max_learner_lag < 1:
             raise ValueError(f"max_learner_lag must be >= 1, got {self.max_learner_lag}")
         if (self.curve_secret_key is None) != (self.learner_public_key is None):
@@ -205,8 +210,12 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
     def show_progress() -> None:
         _progress(console, outbox, client, updater.policy, loop, rate, interventions)
 
+    deadline = None if cfg.max_seconds is None else time.monotonic() + cfg.max_seconds
     try:
         while cfg.total_steps is None or outbox.next_seq + loop.held < cfg.total_steps:
+            if deadline is not None and time.monotonic() >= deadline:
+                console.print(f"time budget of {cfg.max_seconds:g} s spent: acting stops")
+                break
             if pacer is not None:
                 pacer.wait(client)
             if client.refused_reason and not client.connected:

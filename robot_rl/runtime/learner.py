@@ -482,6 +482,7 @@ class Learner:
             self.checkpoint(final=True)
         except KeyboardInterrupt:
             self.checkpoint(final=True)
+            self._finish(loop_start, waiting)  # the figures too: a stopped run is reported
             self.console.print(
                 f"[yellow]interrupted[/]: checkpoint written; --resume --run-dir {self.run_dir}"
             )
@@ -489,6 +490,14 @@ class Learner:
         finally:
             self.server.stop()
             self.ingest_log.close()
+        summary = self._finish(loop_start, waiting)
+        self.console.print(
+            "[bold]learner done[/]: " + ", ".join(f"{k} {v}" for k, v in summary.items())
+        )
+        return summary
+
+    def _finish(self, loop_start: float, waiting: float) -> dict:
+        """The run's summary, written (summary.json) and returned."""
         summary = {
             "run_dir": str(self.run_dir),
             "received": self.received,
@@ -504,9 +513,6 @@ class Learner:
             self.logger.finish(summary)
         except OSError as err:
             self.console.print(f"[yellow]summary not written[/]: {err.strerror or err}")
-        self.console.print(
-            "[bold]learner done[/]: " + ", ".join(f"{k} {v}" for k, v in summary.items())
-        )
         return summary
 
     def _progress(self, updates_per_second: float) -> None:
