@@ -252,14 +252,13 @@ class TestSimLaunchBringsUpWhatUpBringsUp:
         labels = set(re.findall(r"\[INFO\] \[(\w+)-\d+\]: process started", out))
         names = {n.rsplit("/", 1)[-1] for n in expected} | {"learner"}
         assert labels == names, f"process labels {labels}, expected the node names {names}"
-        for name in names:  # each one stopped by itself: a clean exit or its interrupted 130
-            ends = re.findall(
-                rf"\[INFO\] \[{name}-\d+\]: process has finished cleanly|"
-                rf"\[ERROR\] \[{name}-\d+\]: process has died \[pid \d+, exit code "
-                rf"(-?\d+)",
-                out,
+        # each one stopped by itself, as asked: a clean exit, no ERROR line
+        assert not re.search(r"\[ERROR\] \[[\w-]+\]: process has died", out), out[-4000:]
+        for name in names:
+            assert re.search(rf"\[INFO\] \[{name}-\d+\]: process has finished cleanly", out), (
+                name,
+                out[-4000:],
             )
-            assert ends and all(code in ("", "130") for code in ends), (name, ends)
         assert "checkpoint written" in out
 
 

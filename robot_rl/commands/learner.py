@@ -35,7 +35,7 @@ def run(config: LearnerConfig) -> int:
         print_error(err)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return config.interrupted_exit_code
     return 0
 
 

@@ -75,6 +75,9 @@ class ActorConfig(ObservationMode, OperatorOptions, RelabelOptions):
     """Control rate as a multiple of the task's (a twin may run faster); 0: as fast as it can."""
     total_steps: int | None = None
     """Stop once this actor has produced this many transitions in all (restarts included)."""
+    interrupted_exit_code: int = 130
+    """Exit code when stopped by SIGINT or SIGTERM with its state saved; the launch files give
+    0, since ROS 2 launch logs any other exit of a process it stopped as an ERROR."""
     max_seconds: float | None = None
     """Stop acting after this many seconds (a time budget on the robot), as at --total-steps:
     the open answers are waited for, the outbox flushed, the summary printed."""

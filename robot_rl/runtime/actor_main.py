@@ -41,7 +41,7 @@ def actor_main(config: ActorConfig) -> int:
     """0: every transition acknowledged (or ``--repair-outbox`` done); 1: some wait in the
     outbox (said in one line), the disk stayed full, the outbox is damaged or its
     acknowledgement record impossible, or the robot refused every try of a reset; 2: bad input
-    or a refusal; 130: interrupted."""
+    or a refusal; 130 (``interrupted_exit_code``): stopped by SIGINT or SIGTERM."""
     from robot_rl.data.durable_log import DurableLogError
     from robot_rl.resets.retry import ResetFailed
     from robot_rl.runtime.actor import OutboxFull
@@ -67,6 +67,6 @@ def actor_main(config: ActorConfig) -> int:
         console.print(f"[red]error:[/] {err}")
         return 1
     except KeyboardInterrupt:
-        return 130
+        return config.interrupted_exit_code
     console.print(json.dumps(summary))
     return 1 if summary["unacknowledged"] else 0

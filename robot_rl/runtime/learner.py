@@ -92,6 +92,9 @@ class LearnerConfig(ObservationMode):
     """Critic updates between weight broadcasts."""
     replay_capacity: int = 200_000
     """Online replay capacity in transitions."""
+    interrupted_exit_code: int = 130
+    """Exit code when stopped by SIGINT or SIGTERM with its state saved; the launch files give
+    0, since ROS 2 launch logs any other exit of a process it stopped as an ERROR."""
     checkpoint_interval: float = 60.0
     """Seconds between checkpoints (also written on exit and on Ctrl-C / SIGTERM)."""
     fsync: str = "always"
