@@ -268,6 +268,7 @@ def test_clear_error_recovers_from_a_reflex(cell, arm):
 
 
 def test_reset_moves_to_the_reset_pose_and_an_estop_can_interrupt_it(arm):
+    moves = int(arm.driver_status().get("joint_moves", "0"))
     arm.track([0.6, 0.1, 0.3], tolerance=TOL)
     replies = []
     resetting = threading.Thread(target=lambda: replies.append(arm.trigger("reset")))
@@ -280,6 +281,11 @@ def test_reset_moves_to_the_reset_pose_and_an_estop_can_interrupt_it(arm):
     response = arm.trigger("reset")
     assert response.success, response.message
     np.testing.assert_allclose(arm.position(), PARAMS["reset_pose"][:3], atol=0.01)
+    # the reset after an interrupted one started from home_joints (franka_joint_reset)
+    status = wait_for(lambda: arm.driver_status().get("joint_moves"), 30.0, "diagnostics")
+    assert int(status) > moves
+    joints = np.asarray(arm.latest["joint_states"].position)
+    assert abs(joints[0]) < 0.3 and abs(joints[2]) < 0.3  # no null-space wander left
 
 
 def test_deactivate_stops_the_arm_and_activate_brings_control_back(arm):

@@ -54,7 +54,7 @@ from robot_rl.drivers.arms.franka_safety import (
     pose_command_reason,
 )
 from robot_rl.drivers.arms.franka_state import ArmState
-from robot_rl.drivers.config import length, param, positive
+from robot_rl.drivers.config import length, non_negative, param, positive
 from robot_rl.ros.arm_contract import ARM_JOINTS, BASE_FRAME, FLANGE_FRAME, GRIPPER_JOINT
 from robot_rl.ros.convert import (
     array_to_twist_stamped,
@@ -140,6 +140,22 @@ class FrankaConfig:
         15.0,
         "the reset service fails when the pose is not reached within this many seconds",
         positive,
+    )
+    home_joints: tuple = param(
+        [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785],
+        "joint configuration (rad) a joint reset moves to, before the reset pose: the arm's "
+        "ready pose, high above the table",
+        length(7),
+    )
+    joint_reset_drift: float = param(
+        0.3,
+        "at the reset pose, joints farther than this (rad) from where the last joint reset "
+        "left them there have drifted in the null space: the arm goes to home_joints and the "
+        "reset runs again (0: no joint moves; franka_joint_reset)",
+        non_negative,
+    )
+    joint_reset_speed: float = param(
+        0.1, "a joint reset's speed, as a share of the arm's joint limits", unit_interval
     )
     gripper_threshold: float = param(
         0.5, "cmd/gripper at or above this closes the hand (grasp), below opens it", unit_interval
@@ -345,6 +361,7 @@ class FrankaDriver(DeviceNode):
             "last_refusal": self.last_refusal,
             "clipped": str(self.clipped),
             "reconnects": str(link.reconnects if link else 0),
+            "joint_moves": str(link.joint_moves if link else 0),
             "state_cycles": str(link.cycles if link else 0),
             "thread_faults": str(link.loop.faults if link else 0),
             "last_fault": link.loop.last_fault if link else "",

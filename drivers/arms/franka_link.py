@@ -34,6 +34,7 @@ thread only ever moved one bounded step at a time.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robot_rl.drivers.arms.franka_hand import Hand, first_line
+from robot_rl.drivers.arms.franka_joint_reset import JointResetPolicy
 from robot_rl.drivers.arms.franka_safety import Workspace, limit_step, normalise, quat_angle
 from robot_rl.drivers.arms.franka_state import ArmState, arm_state, has_errors
 from robot_rl.drivers.supervision import SensorGate, SupervisedLoop, Watchdog
@@ -92,6 +94,12 @@ class _Reset:
     deadline: float = 0.0
     reference: tuple = ()
     last: float = 0.0
+    joints: bool = False
+    """In its joint move (to ``home_joints``), before the Cartesian part."""
+    joint_motion: object = None
+    """franky's JointMotion once started (None while the impedance controller ends)."""
+    moved_joints: bool = False
+    """It made a joint move (the joints at the reset pose are then the new reference)."""
 
 
 class FrankaLink:
@@ -130,6 +138,8 @@ class FrankaLink:
         self.cycles = 0
         self.reconnects = 0
         self._reset: _Reset | None = None
+        self.joint_resets = JointResetPolicy(config.joint_reset_drift)
+        self.joint_moves = 0
         self._next_reconnect = 0.0
         self._next_cycle = 0.0
         self.samples = SensorGate()
@@ -368,6 +378,7 @@ class FrankaLink:
             return
         self.reconnects += 1
         self.last_command = -np.inf
+        self.joint_resets.failed()  # who knows what the arm did meanwhile: joints first
         self._log("info", f"reconnected to {self.config.robot_ip}; holding until a fresh command")
 
     def _cycle(self) -> None:
@@ -415,6 +426,7 @@ class FrankaLink:
     def _fail_reset(self, reason: str) -> None:
         request, self._reset = self._reset, None
         if request is not None:
+            self.joint_resets.failed()
             request.finished(False, f"reset failed: {reason}")
 
     def _serve(self, robot, reading: ArmState) -> None:
@@ -556,17 +568,65 @@ class FrankaLink:
             )
             return
         request.pos = self.workspace.clip(request.pos)
+        self._reset = request
+        self.mode = RESETTING
+        if self.joint_resets.take():
+            self._start_joint_move(robot, request, "the first reset, or one after a failed reset")
+            return
+        self._start_cartesian(robot, reading, request)
+
+    def _start_cartesian(self, robot, reading: ArmState, request: _Reset) -> None:
+        request.joints = False
         request.reference = (reading.tcp_pos.copy(), reading.tcp_quat.copy())
         request.last = time.monotonic()
         self._controller(robot, reading)
-        self._reset = request
+
+    def _start_joint_move(self, robot, request: _Reset, why: str) -> None:
+        """End the impedance controller; once it has ended (franky refuses another type of
+        motion before), ``_follow_reset`` moves the joints to ``home_joints``
+        (franka_joint_reset says why) and then goes on in Cartesian space."""
+        self._stop(robot)
+        request.joints = request.moved_joints = True
+        request.joint_motion = None
+        self.joint_moves += 1
         self.mode = RESETTING
+        self._log("info", f"joint reset to home_joints ({why})")
+
+    def _follow_joint_move(self, robot, reading: ArmState, request: _Reset, now: float) -> None:
+        if request.joint_motion is None:  # the impedance controller is ending
+            with contextlib.suppress(Exception):  # its end reads "preempted" by the stop
+                robot.join_motion(0.0)
+            if robot.is_in_control:
+                if now > request.deadline:
+                    self._finish_reset(robot, False, "the controller did not end in time")
+                return
+            franky, cfg = self._franky, self.config
+            request.joint_motion = franky.JointMotion(
+                franky.JointState(list(map(float, cfg.home_joints))),
+                relative_dynamics_factor=cfg.joint_reset_speed,
+            )
+            robot.move(request.joint_motion, asynchronous=True)
+            return
+        try:
+            done = robot.join_motion(0.0)
+        except Exception as error:  # the joint motion failed: a fault, as any motion error
+            self._set_fault(f"joint reset aborted: {first_line(error)}")
+            return
+        if not done:
+            if now > request.deadline:
+                self._finish_reset(robot, False, "home_joints not reached in time")
+            return
+        self._motion = None
+        self._start_cartesian(robot, reading, request)
 
     def _follow_reset(self, robot, reading: ArmState) -> None:
-        """Move the reference along the straight line to the reset pose at ``reset_speed``,
-        then wait for the arm to get there."""
+        """Move the joints home first when due; then the reference along the straight line to
+        the reset pose at ``reset_speed``, and wait for the arm to get there."""
         request, cfg = self._reset, self.config
         now = time.monotonic()
+        if request.joints:
+            self._follow_joint_move(robot, reading, request, now)
+            return
         dt, request.last = now - request.last, now
         pos, quat = limit_step(
             *request.reference,
@@ -580,11 +640,19 @@ class FrankaLink:
         error = float(np.linalg.norm(reading.tcp_pos - request.pos))
         angle = quat_angle(reading.tcp_quat, request.quat)
         if error < RESET_TOLERANCE[0] and angle < RESET_TOLERANCE[1]:
-            ok, message = True, f"at the reset pose ({error * 1000:.1f} mm)"
+            drift = self.joint_resets.at_reset_pose(reading.joint_pos, request.moved_joints)
+            if drift is not None:  # within the same reset_timeout: a caller waits on it
+                self._start_joint_move(robot, request, f"null-space drift {drift:.2f} rad")
+                return
+            self._finish_reset(robot, True, f"at the reset pose ({error * 1000:.1f} mm)")
         elif now > request.deadline:
-            ok, message = False, f"reset pose not reached ({error * 1000:.1f} mm away)"
-        else:
-            return
-        self._reset = None
+            self._finish_reset(robot, False, f"reset pose not reached ({error * 1000:.1f} mm away)")
+
+    def _finish_reset(self, robot, ok: bool, message: str) -> None:
+        request, self._reset = self._reset, None
         self.mode = HOLDING
+        if not ok:
+            self.joint_resets.failed()
+            if request.joints:  # a joint move cut short: the impedance controller takes over
+                self._stop(robot)
         request.finished(ok, message)
