@@ -24,7 +24,7 @@ pytest.importorskip("mujoco")
 pytest.importorskip("rclpy")
 
 from franka_harness import ArmClient, loopback_host
-from process_helpers import ROBOT_RL, CellProcesses, Proc, run_cli, wait_for
+from process_helpers import ROBOT_RL, UP_ROBOT_TINY, CellProcesses, Proc, run_cli, wait_for
 from ros_helpers import Spinner
 from test_fr3_sim_cell import cell_hardware
 
@@ -129,9 +129,10 @@ def cell_nodes(hardware: Path) -> set[str]:
     return {f"{n.namespace.rstrip('/')}/{n.name}" for n in load_hardware(hardware).nodes}
 
 
-def test_record_demos_on_the_robot_keeps_what_the_operator_says_succeeded(workdir, probe):
-    from robot_rl.data.mcap_demos import demo_files, read_episode
-
+@pytest.fixture(scope="module")
+def demos(workdir, probe):
+    """record-demos --hardware: its drivers brought up by the command itself, the operator in
+    demonstrate mode from the hardware file."""
     hardware = hardware_with_mode(loopback_host(41), workdir, "demonstrate")
     out = workdir / "demos"
     args = ["--hardware", str(hardware), "--task", "pick_cube", "--cameras", "front", "wrist"]
@@ -150,10 +151,16 @@ def test_record_demos_on_the_robot_keeps_what_the_operator_says_succeeded(workdi
         code = proc.wait_exit(600)
     finally:
         proc.stop()
-    seconds = time.monotonic() - started
     text = proc.output()
     print(text[-3000:])
     assert code == 0, text[-3000:]
+    return out, subscriptions, text, time.monotonic() - started
+
+
+def test_record_demos_on_the_robot_keeps_what_the_operator_says_succeeded(demos):
+    from robot_rl.data.mcap_demos import demo_files, read_episode
+
+    out, subscriptions, text, seconds = demos
     assert_no_sim_topic(subscriptions)
     assert {"/front_cam/image_raw", "/wrist_cam/image_raw", "/arm/ee_pose"} <= set(
         subscriptions["/record_demos"]
@@ -228,7 +235,8 @@ def test_record_labels_on_the_robot_labels_the_cameras_frames_by_the_button(labe
     print(re.findall(r"labels: .*", text)[-1])
 
 
-def test_train_reward_on_the_cells_frames_reports_precision_and_recall(labels, workdir):
+@pytest.fixture(scope="module")
+def classifier(labels, workdir):
     out, _, _ = labels
     checkpoint = workdir / "classifier"
     # a fixed threshold keeps every other episode for training (no validation split); seed 0
@@ -239,6 +247,58 @@ def test_train_reward_on_the_cells_frames_reports_precision_and_recall(labels, w
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     print(result.stdout)
-    assert "frames from the robot of" in result.stdout
-    assert re.search(r"precision (\d+\.\d%|n/a), recall (\d+\.\d%|n/a)", result.stdout)
+    return checkpoint, result.stdout
+
+
+def test_train_reward_on_the_cells_frames_reports_precision_and_recall(classifier):
+    checkpoint, text = classifier
+    assert "frames from the robot of" in text
+    assert re.search(r"precision (\d+\.\d%|n/a), recall (\d+\.\d%|n/a)", text)
     assert any(checkpoint.iterdir())
+
+
+def test_up_robot_on_the_recorded_demos_and_classifier_then_eval(demos, classifier, workdir, probe):
+    """The workflow's chain (issue 26, point 10): RL in the cell from what the stages above
+    recorded and trained, for a time budget, then the final checkpoint evaluated on the robot
+    and judged by the cell's ground truth. Asserted: each stage's artefact, and that neither
+    the stack's nor the evaluation's own nodes subscribe to a /sim/ topic."""
+    import json
+
+    from robot_rl.agents.checkpoint import latest_checkpoint
+
+    (demo_dir, *_), (checkpoint, _) = demos, classifier
+    (workdir / "rl").mkdir()
+    hardware = cell_hardware(loopback_host(45), workdir / "rl")  # the operator corrects
+    run_dir = workdir / "up"
+    proc = Proc(
+        [*ROBOT_RL, "up", "robot", "--hardware", str(hardware), "--task", "pick_cube",
+         "--cameras", "front", "wrist", "--image-size", "64", "--demo-path", str(demo_dir),
+         "--reward-classifier", str(checkpoint), "--relabel-false-positives", "--operator", "joy",
+         "--minutes", "0.5", "--run-dir", str(run_dir), *UP_ROBOT_TINY, "--max-age", "0.6"],
+        workdir / "up.log",
+    )  # fmt: skip
+    try:
+        subscriptions = watch_recording(
+            proc, probe, {"/actor", "/teleop_source", "/operator_buttons"}, cell_nodes(hardware)
+        )
+        code = proc.wait_exit(900)
+    finally:
+        proc.stop(60)
+    text = proc.output()
+    print(text[-3000:])
+    assert code == 0, text[-3000:]
+    assert_no_sim_topic(subscriptions)
+    assert "time budget spent" in text
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["learner"]["received"] > 0 and report["learner"]["updates"] > 0
+    final = latest_checkpoint(run_dir / "learner" / "checkpoints")
+    assert final is not None
+    result = run_cli(
+        "eval", "--hardware", str(hardware), "--checkpoint", str(final), "--episodes", "1",
+        "--judge", "cell-ground-truth", "--reward-classifier", str(checkpoint),
+        "--operator", "joy", "--json-out", "--ros.max-age", "0.6", timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["episodes"] == 1 and summary["success_source"] == "cell-ground-truth"
+    print(f"up robot: {report['learner']['received']} steps; eval: {summary['success_rate']:.0%}")

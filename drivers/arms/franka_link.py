@@ -34,7 +34,6 @@ thread only ever moved one bounded step at a time.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -423,10 +422,13 @@ class FrankaLink:
             self._log("error", f"fault, holding until clear_error: {reason}")
         self._fail_reset(reason)
 
-    def _fail_reset(self, reason: str) -> None:
+    def _fail_reset(self, reason: str, joints_next: bool = True) -> None:
+        """End the running reset, if any, as failed; the next reset starts with a joint move
+        unless ``joints_next`` is False (a new reset superseding this one decides itself)."""
         request, self._reset = self._reset, None
         if request is not None:
-            self.joint_resets.failed()
+            if joints_next:
+                self.joint_resets.failed()
             request.finished(False, f"reset failed: {reason}")
 
     def _serve(self, robot, reading: ArmState) -> None:
@@ -556,7 +558,7 @@ class FrankaLink:
         return f"cleared: {had}" if had else "no fault"
 
     def _start_reset(self, robot, reading: ArmState, request: _Reset, blocked: bool) -> None:
-        self._fail_reset("superseded by a new reset")
+        self._fail_reset("superseded by a new reset", joints_next=False)
         if blocked:
             request.finished(
                 False,
@@ -594,18 +596,22 @@ class FrankaLink:
 
     def _follow_joint_move(self, robot, reading: ArmState, request: _Reset, now: float) -> None:
         if request.joint_motion is None:  # the impedance controller is ending
-            with contextlib.suppress(Exception):  # its end reads "preempted" by the stop
-                robot.join_motion(0.0)
-            if robot.is_in_control:
+            if not self._controller_ended(robot):
                 if now > request.deadline:
                     self._finish_reset(robot, False, "the controller did not end in time")
                 return
             franky, cfg = self._franky, self.config
-            request.joint_motion = franky.JointMotion(
+            motion = franky.JointMotion(
                 franky.JointState(list(map(float, cfg.home_joints))),
                 relative_dynamics_factor=cfg.joint_reset_speed,
             )
-            robot.move(request.joint_motion, asynchronous=True)
+            try:
+                robot.move(motion, asynchronous=True)
+            except franky.ControlException as error:
+                if "preempted" not in str(error):
+                    raise
+                return  # the ended controller's "preempted", surfacing late: next cycle
+            request.joint_motion = motion
             return
         try:
             done = robot.join_motion(0.0)
@@ -647,6 +653,17 @@ class FrankaLink:
             self._finish_reset(robot, True, f"at the reset pose ({error * 1000:.1f} mm)")
         elif now > request.deadline:
             self._finish_reset(robot, False, f"reset pose not reached ({error * 1000:.1f} mm away)")
+
+    def _controller_ended(self, robot) -> bool:
+        """Whether the stopped impedance controller has ended (franky refuses a motion of
+        another type until then); its end reads as a "preempted" error, which is consumed."""
+        try:
+            robot.join_motion(0.0)
+        except self._franky.ControlException as error:
+            if "preempted" not in str(error):
+                raise
+            return False
+        return not robot.is_in_control
 
     def _finish_reset(self, robot, ok: bool, message: str) -> None:
         request, self._reset = self._reset, None

@@ -354,7 +354,7 @@ def run(cfg: UpConfig) -> int:
                 robot_learner = cfg.mode == "robot" and spec.role == "learner"
                 supervisor.start(spec, niceness=cfg.learner_niceness if robot_learner else 0)
         if _supervise(supervisor, progress, console, cfg.log_every, cfg.minutes is not None):
-            console.print(f"the {cfg.minutes:g} minutes are spent: stopping the learner")
+            console.print(f"time budget spent ({cfg.minutes:g} min): stopping the learner")
             supervisor.stop(cfg.grace, names=["learner"])  # its final checkpoint and summary
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: stopping {len(supervisor.children)} processes")
