@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from process_helpers import SMALL_AGENT, Processes
+from test_hardening_files import cli_in_process
 from transport_fixtures import drain, free_endpoint, make_client, make_server, transition, wait_for
 
 from robot_rl.data.durable_log import DurableLog
@@ -161,12 +162,14 @@ def _pick_cube_server(endpoint: str, ingest_dir: Path):
     ).start()
 
 
-def _actor(procs, name, endpoint, outbox, steps, *extra):
-    return procs.start(
-        name, "actor", "--task", "pick_cube", "--learner", endpoint, "--actor-id", "robot",
+def _actor(endpoint, outbox, steps, *extra):
+    """``robot-rl actor`` in this process: its exit code and output are the process's."""
+    result = cli_in_process(
+        "actor", "--task", "pick_cube", "--learner", endpoint, "--actor-id", "robot",
         "--outbox-dir", str(outbox), "--total-steps", str(steps), "--speedup", "0",
         "--log-every", "0.5", "--flush-timeout", "120", *extra,
     )  # fmt: skip
+    return result.returncode, result.stdout, result.stdout + result.stderr
 
 
 def test_an_actor_on_a_full_disk_holds_then_exits_intact_then_recovers(small_disk, tmp_path):
@@ -174,13 +177,11 @@ def test_an_actor_on_a_full_disk_holds_then_exits_intact_then_recovers(small_dis
     outbox = disk / "outbox"
     filler = fill(disk, leave=120_000)
     endpoint = free_endpoint()
-    procs = Processes(tmp_path)
     server = None
     try:
         # No learner, the disk fills: the actor holds, then gives up non-zero, data intact.
-        first = _actor(procs, "first", endpoint, outbox, 100_000, "--disk-full-timeout", "3")
-        assert first.wait_exit(300) == 1, first.tail()
-        out = first.output()
+        code, _, out = _actor(endpoint, outbox, 100_000, "--disk-full-timeout", "3")
+        assert code == 1, out
         assert "holding the robot" in out and "stopping with the outbox intact" in out
         assert "Traceback" not in out
         stored = Outbox(outbox)
@@ -190,14 +191,12 @@ def test_an_actor_on_a_full_disk_holds_then_exits_intact_then_recovers(small_dis
         # Restarted on the still full disk, it appends first, holds, and the learner's
         # acknowledgements make room: it goes on and delivers everything.
         server = _pick_cube_server(endpoint, tmp_path / "ingest")
-        second = _actor(procs, "second", endpoint, outbox, held + 400)
-        assert second.wait_exit(300) == 0, second.tail()
-        out = second.output()
+        code, stdout, out = _actor(endpoint, outbox, held + 400)
+        assert code == 0, out
         assert "Traceback" not in out
-        assert json.loads(out.strip().splitlines()[-1])["unacknowledged"] == 0
+        assert json.loads(stdout.strip().splitlines()[-1])["unacknowledged"] == 0
         assert [s for _, s, _ in drain(server)] == list(range(held + 400))
     finally:
-        procs.close()
         if server is not None:
             server.stop()
         filler.unlink(missing_ok=True)

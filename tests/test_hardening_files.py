@@ -1,13 +1,21 @@
 """Damaged files get one line that names them, not a traceback (issue 14, point 7), for every
 command that reads them: train --resume, learner --resume, eval. And --resume on a run
-directory that holds nothing to resume says so instead of starting a fresh run."""
+directory that holds nothing to resume says so instead of starting a fresh run.
+
+The commands run in this process (``robot_rl.cli.main``, what the console script calls): the
+exit code and the one line are the same, without an interpreter and JAX to start per call."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import shutil
+import signal
+import subprocess
 
 import pytest
-from process_helpers import SMALL_AGENT, run_cli
+from process_helpers import SMALL_AGENT
 from transport_fixtures import free_endpoint
 
 from robot_rl.agents.checkpoint import latest_checkpoint
@@ -16,6 +24,27 @@ from robot_rl.transport.ingest_log import IngestLog
 TRAIN = ["--task", "pick_cube", "--start-steps", "40", "--demos", "0", "--eval-every", "80",
          "--eval-episodes", "1", "--log-every", "40", "--batch-size", "32",
          "--agent.num-critics", "2", "--agent.hidden-dims", "32", "32"]  # fmt: skip
+
+
+def cli_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``robot-rl ARGS`` in this process: its exit code, and what it printed (stdout; stderr
+    with whatever it logged, tracebacks included, as a process's stderr would hold them:
+    pytest's handlers on the root logger make the command's ``logging.basicConfig`` a no-op)."""
+    from robot_rl.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    logged = logging.StreamHandler(err)
+    logged.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(logged)
+    sigterm = signal.getsignal(signal.SIGTERM)  # main() installs its own
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)
+        root.removeHandler(logged)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def _truncate(path, keep: float = 0.5) -> None:
@@ -35,7 +64,7 @@ def _one_line_naming(result, name: str, code: int = 2) -> None:
 def trained(tmp_path_factory):
     pytest.importorskip("mujoco")
     run_dir = tmp_path_factory.mktemp("trained") / "run"
-    result = run_cli("train", *TRAIN, "--total-steps", "80", "--run-dir", str(run_dir))
+    result = cli_in_process("train", *TRAIN, "--total-steps", "80", "--run-dir", str(run_dir))
     assert result.returncode == 0, result.stdout + result.stderr
     return run_dir
 
@@ -50,19 +79,20 @@ def copy(trained, tmp_path):
 @pytest.mark.parametrize("name", ["replay.npz", "demos.npz", "agent.msgpack", "meta.json"])
 def test_train_resume_names_a_damaged_checkpoint_file(copy, name):
     _truncate(latest_checkpoint(copy / "checkpoints") / name)
-    result = run_cli("train", *TRAIN, "--total-steps", "160", "--run-dir", str(copy), "--resume")
+    resume = ["--total-steps", "160", "--run-dir", str(copy), "--resume"]
+    result = cli_in_process("train", *TRAIN, *resume)
     _one_line_naming(result, name)
 
 
 @pytest.mark.parametrize("name", ["meta.json", "config.json", "agent.msgpack"])
 def test_eval_names_a_damaged_checkpoint_file(copy, name):
     _truncate(latest_checkpoint(copy / "checkpoints") / name, keep=0.3)
-    result = run_cli("eval", "--checkpoint", str(copy / "checkpoints"), "--episodes", "1")
+    result = cli_in_process("eval", "--checkpoint", str(copy / "checkpoints"), "--episodes", "1")
     _one_line_naming(result, name)
 
 
 def _learner(run_dir, *extra):
-    return run_cli(
+    return cli_in_process(
         "learner", "--task", "pick_cube", "--run-dir", str(run_dir), "--bind", free_endpoint(),
         "--demos", "0", "--total-steps", "1", "--start-steps", "1000", *SMALL_AGENT, *extra,
     )  # fmt: skip

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from process_helpers import Processes
+from test_hardening_files import cli_in_process
 from transport_fixtures import (
     drain,
     free_endpoint,
@@ -91,15 +88,9 @@ def test_a_learner_that_lost_acknowledged_data_goes_on_from_what_the_actor_holds
         server.stop()
 
 
-def _actor_cli(tmp_path, *args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "robot_rl.cli", "actor", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "250"},
-    )
+def _actor_cli(*args):
+    """``robot-rl actor ARGS`` in this process: its exit code and output are the process's."""
+    return cli_in_process("actor", *args)
 
 
 def test_the_actor_never_exits_0_with_unacknowledged_data_and_says_why(tmp_path):
@@ -114,7 +105,7 @@ def test_the_actor_never_exits_0_with_unacknowledged_data_and_says_why(tmp_path)
     )
     try:
         result = _actor_cli(
-            tmp_path, "--task", "pick_cube", "--learner", endpoint, "--actor-id", "plain",
+            "--task", "pick_cube", "--learner", endpoint, "--actor-id", "plain",
             "--outbox-dir", str(tmp_path / "outbox"), "--total-steps", "30",
             "--speedup", "0", "--flush-timeout", "8",
         )  # fmt: skip
@@ -227,9 +218,9 @@ def test_nan_or_garbage_episode_figures_are_refused_not_counted(tmp_path, episod
         server.stop()
 
 
-def test_actor_with_an_unknown_task_leaves_no_outbox_behind(tmp_path):
-    result = _actor_cli(tmp_path, "--task", "no_such_task", "--learner", free_endpoint(),
-                        cwd=tmp_path)  # fmt: skip
+def test_actor_with_an_unknown_task_leaves_no_outbox_behind(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where its default outbox (runs/...) would be made
+    result = _actor_cli("--task", "no_such_task", "--learner", free_endpoint())
     assert result.returncode == 2, result.stdout + result.stderr
     assert "no_such_task" in result.stdout and "Traceback" not in result.stdout + result.stderr
     assert not (tmp_path / "runs").exists()
@@ -237,19 +228,18 @@ def test_actor_with_an_unknown_task_leaves_no_outbox_behind(tmp_path):
 
 def test_an_actor_whose_environment_fails_leaves_no_empty_outbox(tmp_path):
     """Any failure before the first transition (here: a refusal) removes what it made."""
-    procs = Processes(tmp_path)
     endpoint = free_endpoint()
     server = make_server(endpoint, tmp_path / "ingest")  # task "toy": pick_cube is refused
     try:
-        actor = procs.start(
-            "actor", "actor", "--task", "pick_cube", "--learner", endpoint,
+        actor = _actor_cli(
+            "--task", "pick_cube", "--learner", endpoint,
             "--outbox-dir", str(tmp_path / "made" / "outbox"), "--max-learner-lag", "1",
         )  # fmt: skip
-        assert actor.wait_exit(240) == 2, actor.tail()
-        assert "refused this actor" in actor.output()
+        out = actor.stdout + actor.stderr
+        assert actor.returncode == 2, out
+        assert "refused this actor" in out
         assert not (tmp_path / "made").exists()
     finally:
-        procs.close()
         server.stop()
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from process_helpers import SMALL_AGENT, run_cli
+from process_helpers import SMALL_AGENT
+from test_hardening_files import cli_in_process
 from transport_fixtures import (
     drain,
     free_endpoint,
@@ -123,11 +124,11 @@ def test_an_ingest_log_holding_a_bad_record_is_skipped_on_resume(tmp_path):
     args = ["learner", "--task", "pick_cube", "--run-dir", str(run_dir), "--resume",
             "--bind", free_endpoint(), "--demos", "0", "--total-steps", "1",
             "--start-steps", "1000", *SMALL_AGENT]  # fmt: skip
-    result = run_cli(*args)
+    result = cli_in_process(*args)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     assert "skipping transition 3 of actor robot" in out and "Traceback" not in out
-    again = run_cli(*args)  # the checkpoint holds the stream past it: resuming again works
+    again = cli_in_process(*args)  # the checkpoint holds the stream past it: resuming again works
     assert again.returncode == 0 and "Traceback" not in again.stdout + again.stderr
     from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
     from robot_rl.data.replay import ReplayBuffer
