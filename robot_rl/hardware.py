@@ -65,8 +65,8 @@ class Hardware:
     def check_task(self, task) -> None:
         if task.robot != self.robot_kind:
             raise HardwareError(
-                f"{self.path}: task {task.name!r} needs a {task.robot}, this "
-                f"setup is a {self.robot_kind}"
+                f"{self.path}: task {task.name!r} needs {_article(task.robot)}, this "
+                f"setup is {_article(self.robot_kind)}"
             )
         missing = [c for c in task.cameras if c not in self.cameras]
         if missing:
@@ -337,3 +337,8 @@ class _Where:
         if not ok or not all(isinstance(v, (int, float)) for v in value):
             self.fail(key, f"must be three numbers [x, y, z] (m), got {value!r}")
         return tuple(float(v) for v in value)
+
+
+def _article(noun: str) -> str:
+    """'an arm', 'a car'."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
