@@ -124,6 +124,13 @@ class PickCubeTask(Task):
         cube, _, grasped = self._cube(reading)
         return bool(grasped and cube[2] - CUBE_HALF - TABLE_Z >= LIFT_HEIGHT)
 
+    def success_possible(self, reading: Reading) -> bool:
+        # from the arm alone: the fingers stopped on something, high enough that what they hold
+        # is lifted (a held cube's centre is within HOLD_REGION of the TCP along the tool)
+        grip = float(reading["gripper_pos"][0])
+        lifted = TABLE_Z + CUBE_HALF + LIFT_HEIGHT - HOLD_REGION[2]
+        return bool(HOLD_GRIP[0] < grip < HOLD_GRIP[1] and reading["tcp_pos"][2] >= lifted)
+
     def failure(self, reading: Reading) -> bool:
         # knocked off the table; the real robot has no cube reading and relies on the operator
         if "object/cube_pos" not in reading:

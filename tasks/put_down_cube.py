@@ -68,6 +68,10 @@ class PutDownCubeTask(PickCubeTask):
         _, in_region, released, clear = self._placement(reading)
         return bool(released and in_region and clear >= 1.0)
 
+    def success_possible(self, reading: Reading) -> bool:
+        # from the arm alone: the fingers have let go
+        return bool(float(reading["gripper_pos"][0]) < OPEN)
+
     def info(self, reading: Reading) -> dict:
         if "object/cube_pos" not in reading:
             return {}

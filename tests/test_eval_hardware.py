@@ -193,7 +193,7 @@ def eager_classifier(path: Path, size: int) -> Path:
     near 0): the false positives eval must not count when another source judges."""
     from robot_rl.rewards.classifier import ClassifierConfig, RewardClassifier, save_classifier
 
-    config = ClassifierConfig(camera="front", image_size=size, threshold=1e-6)
+    config = ClassifierConfig(camera="front", image_size=size, threshold=1e-6, task_gate=False)
     return save_classifier(path, RewardClassifier.create(config), {})
 
 

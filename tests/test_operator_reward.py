@@ -48,7 +48,7 @@ def make_classifier(directory):
     rng = np.random.default_rng(0)
     images = rng.integers(0, 255, (4, SIZE, SIZE, 3), dtype=np.uint8)
     labels = save_labels(directory / "labels.npz", LabelSet(images, [0, 1, 0, 1], [0, 0, 1, 1]))
-    config = ClassifierConfig(camera="front", image_size=SIZE, threshold=0.01)
+    config = ClassifierConfig(camera="front", image_size=SIZE, threshold=0.01, task_gate=False)
     classifier = RewardClassifier.create(config)
     return save_classifier(directory / "classifier", classifier, {"labels": str(labels)})
 

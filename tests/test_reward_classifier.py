@@ -251,9 +251,11 @@ def test_a_training_run_asks_the_labeler_and_fine_tunes_every_relabel_every_fram
     from robot_rl.runtime.train_loop import TrainConfig, train
 
     labels = save_labels(tmp_path / "labels.npz", synthetic_labels(np.random.default_rng(0)))
-    # so low a threshold that the untrained head fires on every frame, while the twin's ground
-    # truth (the labeler) says no: three random steps from a reset never lift the cube
-    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=8, threshold=1e-6)
+    # so low a threshold that the untrained head fires on every frame (ungated: the gripper's
+    # gate, tested above, shuts at the reset pose), while the twin's ground truth (the labeler)
+    # says no: three random steps from a reset never lift the cube
+    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=8, threshold=1e-6,
+                              task_gate=False)
     untrained = RewardClassifier.create(config)
     clf = save_classifier(tmp_path / "clf", untrained, {"labels": str(labels)})
     common = dict(task="pick_cube", reward_classifier=str(clf), total_steps=3, start_steps=3,
@@ -303,6 +305,62 @@ def test_wrapper_pays_only_after_k_consecutive_frames_pass_the_threshold():
     assert env.step([200, 0, 0])[1] == 0.0
     with pytest.raises(ValueError, match="consecutive"):
         ClassifierReward(ScriptedEnv(), MeanBrightness(), consecutive=0)
+
+
+class GatedTask:
+    """A task whose success is possible only where the reading's ``gripper`` says so."""
+
+    def success_possible(self, reading):
+        return reading["gripper"] > 0.5
+
+
+class GatedEnv(ScriptedEnv):
+    """The action's fourth entry is the gripper reading the task's gate checks."""
+
+    task = GatedTask()
+
+    def __init__(self):
+        super().__init__()
+        self.reading = {"gripper": 0.0}
+
+    def step(self, action):
+        self.reading = {"gripper": float(action[3])}
+        return super().step(action[:3])
+
+
+def test_the_classifier_pays_only_where_the_robot_says_success_is_possible():
+    env = ClassifierReward(GatedEnv(), MeanBrightness())
+    env.reset()
+    # a bright frame with the gripper's gate shut: no pay, no end, and it says why
+    _, reward, terminated, _, info = env.step([255, 0, 0, 0.0])
+    assert (reward, terminated) == (0.0, False)
+    assert not info["classifier_success"] and not info["success_possible"]
+    assert info["classifier_prob"] == 1.0
+    _, reward, terminated, _, info = env.step([255, 0, 0, 1.0])
+    assert (reward, terminated) == (1.0, True) and info["success_possible"]
+
+
+def test_a_witness_classifier_says_what_it_saw_and_ends_nothing():
+    env = ClassifierReward(ScriptedEnv(), MeanBrightness(), ends_episodes=False)
+    env.reset()
+    _, reward, terminated, truncated, info = env.step([255, 0, 0])
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["classifier_success"]
+    # the env's own ends still end it (a real failure)
+    assert env.step([255, 0, 1])[2]
+
+
+def test_pick_cube_success_implies_its_gate_and_an_empty_hand_shuts_it():
+    from robot_rl.envs.task import make_task
+    from tasks.pick_cube import CUBE_HALF, LIFT_HEIGHT
+
+    task = make_task("pick_cube")
+    tcp = np.array([0.5, 0.0, CUBE_HALF + LIFT_HEIGHT + 0.01])
+    held = {"tcp_pos": tcp, "gripper_pos": np.array([0.35]), "object/cube_pos": tcp.copy()}
+    assert task.success(held) and task.success_possible(held)
+    for gripper, z in ((0.0, 0.15), (1.0, 0.15), (0.35, CUBE_HALF)):  # open, closed, on table
+        reading = {**held, "tcp_pos": np.array([0.5, 0.0, z]), "gripper_pos": np.array([gripper])}
+        assert not task.success_possible(reading)
 
 
 class FrameEnv(gym.Env):

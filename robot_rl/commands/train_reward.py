@@ -42,7 +42,12 @@ class TrainRewardConfig:
     """Width of the head's bottleneck."""
     threshold: float | None = None
     """Success probability at which the reward wrapper pays 1 and ends the episode; default:
-    the most accurate one on validation episodes (a share of the training episodes)."""
+    the one with the best F0.5 (precision weighted) on validation episodes (a share of the
+    training episodes)."""
+    task_gate: bool = True
+    """Count a frame as success only where the task's check on the robot's own sensors allows
+    it (pick_cube: the fingers stopped on something above the table), as HIL-SERL gates its
+    classifiers on the gripper; --no-task-gate: the classifier alone."""
     steps: int = 3_000
     """Gradient steps."""
     batch_size: int = 64
@@ -80,6 +85,7 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
         pooling=config.pooling,
         hidden_dim=config.hidden_dim,
         threshold=0.5 if config.threshold is None else config.threshold,
+        task_gate=config.task_gate,
     )
     trunk_variables = None
     if config.pretrained:

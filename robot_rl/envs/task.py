@@ -128,6 +128,13 @@ class Task(abc.ABC):
         """A real end of the episode other than success (e.g. the object fell off the table)."""
         return False
 
+    def success_possible(self, reading: Reading) -> bool:
+        """A necessary condition for success that the robot's own sensors check (its
+        proprioception, never a twin reading): a reward classifier's success counts only where
+        this holds, as HIL-SERL gates its classifiers on the gripper's state. Whatever
+        ``success`` says on the twin must imply it. Default: always possible."""
+        return True
+
     def reward(self, reading: Reading) -> float:
         if self.reward_type == "sparse":
             return float(self.success(reading))

@@ -44,6 +44,9 @@ class ClassifierConfig:
     """Width of the head's bottleneck."""
     threshold: float = 0.5
     """Probability above which a frame counts as success (the wrapper's default)."""
+    task_gate: bool = True
+    """A frame counts only where the task's check on the robot's own sensors says success is
+    possible there (``Task.success_possible``; the reward wrapper applies it)."""
 
     def validate(self) -> None:
         if self.trunk not in TRUNKS:

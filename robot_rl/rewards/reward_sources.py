@@ -28,18 +28,23 @@ def with_reward_sources(
     robot_mode: bool = False,
     log: Callable[[str], None] = print,
     defer_labels: bool = False,
+    classifier_ends_episodes: bool = True,
 ):
     """``build(options)`` with the reward sources the options ask for (``relabel``: a
     ``RelabelOptions``, None for none). The env owns the operator's device and closes it.
     ``defer_labels``: the operator's answer to a relabelling query is not waited for (the
-    actor's episode loop holds the step until it comes; robot_rl.runtime.episode_loop)."""
+    actor's episode loop holds the step until it comes; robot_rl.runtime.episode_loop).
+    ``classifier_ends_episodes=False``: the classifier is a witness (evaluation with another
+    judge) and neither pays nor ends an episode."""
     device = operator.open_operator()
     env = None
     try:
         if reward_classifier:
             from robot_rl.rewards.wrapper import with_reward_classifier
 
-            env = with_reward_classifier(reward_classifier, build, options)
+            env = with_reward_classifier(
+                reward_classifier, build, options, ends_episodes=classifier_ends_episodes
+            )
         else:
             env = build(options)
         labeler = None

@@ -17,6 +17,16 @@ whether a fired frame really shows success; if not, the step pays 0 (``info`` ma
 ``classifier_rejected``), the episode goes on and the classifier is fine-tuned on the frame as
 a negative.
 
+A third guard reads the robot's own sensors: a frame counts only where the task says success
+is possible there (``Task.success_possible``: for pick_cube, the fingers stopped on something
+above the table), as HIL-SERL gates its classifiers on the gripper's state. A classifier that
+fires on the empty gripper at the reset pose, or on a cube pushed into the camera's view, then
+pays nothing and asks nobody. ``info`` gains ``success_possible``; a classifier trained with
+``--no-task-gate`` (``ClassifierConfig.task_gate``) goes without.
+
+With ``ends_episodes=False`` the classifier is a witness only (``eval --hardware`` with another
+judge): it says ``classifier_success`` but pays nothing and ends nothing.
+
 When the labeler's answer is not waited for (a relabeler with ``defer``: the actor with the
 operator answering), a fired frame whose answer is still open is a *tentative success*: the step
 pays 1 and ends the episode as terminated, and ``info[PENDING_LABEL]`` carries the open
@@ -61,8 +71,10 @@ class ClassifierReward(RobotEnvWrapper):
         max_episode_steps: int | None = None,
         consecutive: int = 1,
         relabeler=None,
+        ends_episodes: bool = True,
     ):
         super().__init__(env)
+        self.ends_episodes = ends_episodes
         self.classifier = classifier
         if consecutive < 1:
             raise ValueError(f"consecutive must be >= 1, got {consecutive}")
@@ -120,10 +132,15 @@ class ClassifierReward(RobotEnvWrapper):
         obs, _, env_terminated, truncated, info = self.env.step(action)
         self._steps += 1
         prob = float(self.classifier.probability(obs[self.camera]))
-        self._streak = self._streak + 1 if prob >= self.threshold else 0
+        possible = self._success_possible()
+        self._streak = self._streak + 1 if prob >= self.threshold and possible else 0
         fired = self._streak >= self.consecutive
         rejected = False
         pending = None
+        if not self.ends_episodes:  # a witness: it says what it saw, nothing more
+            info = {**info, "classifier_prob": prob, "classifier_success": fired,
+                    "success_possible": possible}  # fmt: skip
+            return self._observation(obs), 0.0, env_terminated, truncated, info
         if fired and self.relabeler is not None:
             pending = self.relabeler.ask(self.env, obs, obs[self.camera])
             verdict = pending.answer()  # None: asked without waiting, not answered yet
@@ -158,12 +175,24 @@ class ClassifierReward(RobotEnvWrapper):
             "classifier_prob": prob,
             "classifier_success": fired,
             "classifier_rejected": rejected,
+            "success_possible": possible,
         }
         return self._observation(obs), float(fired), terminated, truncated, info
 
+    def _success_possible(self) -> bool:
+        """The task's check on the robot's own reading (True where there is no task, or the
+        classifier was trained with --no-task-gate)."""
+        if not getattr(self.classifier.config, "task_gate", True):
+            return True
+        task = getattr(self.env, "task", None)
+        reading = getattr(self.env, "reading", None)
+        if task is None or reading is None or not hasattr(task, "success_possible"):
+            return True
+        return bool(task.success_possible(reading))
+
 
 def with_reward_classifier(
-    checkpoint: str, build_env, options: dict, consecutive: int = 1
+    checkpoint: str, build_env, options: dict, consecutive: int = 1, ends_episodes: bool = True
 ) -> ClassifierReward:
     """Build an env through ``build_env(options)`` with the classifier's camera rendered, wrapped
     in ``ClassifierReward``. The camera reaches the policy only if the run asked for it."""
@@ -179,7 +208,9 @@ def with_reward_classifier(
     env = build_env(
         {**options, "cameras": cameras if keep else (*cameras, camera), "image_size": size}
     )
-    wrapped = ClassifierReward(env, classifier, keep_image=keep, consecutive=consecutive)
+    wrapped = ClassifierReward(
+        env, classifier, keep_image=keep, consecutive=consecutive, ends_episodes=ends_episodes
+    )
     wrapped.checkpoint = str(checkpoint)  # where a relabeler finds the classifier's label file
     return wrapped
 

@@ -13,7 +13,9 @@ Each source's verdict on an episode is whether it said success at any step: the 
 ``info["success"]``): a simulated cell's ground truth (evaluation only), or what a task scores
 from the robot's own readings (the car's laps).
 
-The judge's success ends the episode; a witness's claim that ends it (a classifier that fired)
+The judge's success ends the episode. A classifier that is only a witness ends nothing (it is
+built with ``ends_episodes=False``: a witness that fires at the first frame must not cut the
+episode the judge is watching); a witness's claim that does end one (the operator's press)
 leaves the verdict to the judge (unconfirmed: the episode was cut, a truncation). When another
 source says success and the operator has not, the operator gets ``operator_wait`` seconds to
 press, as a person does a moment later. Pure gymnasium: no ROS 2, no JAX.
@@ -96,7 +98,7 @@ class SuccessJudge(gym.Wrapper):
             if "operator" in said and not said["operator"] and any(said.values()):
                 said["operator"] = self._late_press()  # a person presses a moment later
             if terminated and not said[self.judge] and claimed:
-                # a witness's success ended it (a classifier that fired) and the judge does not
+                # a witness's success ended it (an operator who pressed) and the judge does not
                 # confirm it: the episode was cut, not failed
                 terminated, truncated = False, True
             terminated = terminated or said[self.judge]

@@ -201,7 +201,7 @@ def _run_episodes(cfg, checkpoint, task, task_name, options, hardware, sources, 
 
         env = with_reward_sources(
             build, options, reward_classifier=cfg.reward_classifier, operator=cfg,
-            robot_mode=True, log=console.print,
+            robot_mode=True, log=console.print, classifier_ends_episodes=judge == "classifier",
         )  # fmt: skip
         device = getattr(env, "operator", None)
         if cfg.operator_starts_episodes:
