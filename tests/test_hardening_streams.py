@@ -222,7 +222,7 @@ def test_actor_with_an_unknown_task_leaves_no_outbox_behind(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)  # where its default outbox (runs/...) would be made
     result = _actor_cli("--task", "no_such_task", "--learner", free_endpoint())
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "no_such_task" in result.stdout and "Traceback" not in result.stdout + result.stderr
+    assert "no_such_task" in result.stderr and "Traceback" not in result.stdout + result.stderr
     assert not (tmp_path / "runs").exists()
 
 

@@ -430,7 +430,7 @@ def _record(config: RecordDemosConfig, env, source, out: Path, console, session=
     started = time.monotonic()
     while stored < config.episodes:
         if attempts >= max_attempts:
-            console.print(
+            Console(stderr=True, soft_wrap=True).print(
                 f"[red]error:[/] only {stored} successful episodes in {attempts} attempts"
             )
             return 1

@@ -363,7 +363,7 @@ def run(cfg: UpConfig) -> int:
         return 130
     except StackFailed as err:
         supervisor.stop(cfg.grace)
-        console.print(f"[red]stack failed:[/] {err}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]stack failed:[/] {err}")
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -408,7 +408,7 @@ def run_drivers_only(cfg: UpConfig, console: Console) -> int:
     except KeyboardInterrupt:
         return 0
     except StackFailed as err:
-        console.print(f"[red]a driver failed:[/] {err}")
+        Console(stderr=True, soft_wrap=True).print(f"[red]a driver failed:[/] {err}")
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)

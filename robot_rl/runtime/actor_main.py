@@ -11,7 +11,7 @@ from rich.console import Console
 from robot_rl.runtime.actor import ActorConfig, LearnerRefused, actor_id_and_outbox, run_actor
 
 
-def repair_outbox(config: ActorConfig, console: Console) -> int:
+def repair_outbox(config: ActorConfig, console: Console, errors: Console) -> int:
     """``--repair-outbox``: 0 once the outbox is sound (what was dropped said in one line); 1 if
     it cannot be repaired (its header is gone, an actor holds it, a disk error)."""
     from robot_rl.data.durable_log import DurableLogError
@@ -21,7 +21,7 @@ def repair_outbox(config: ActorConfig, console: Console) -> int:
     try:
         report = repair(directory)
     except (DurableLogError, ValueError, OSError) as err:
-        console.print(f"[red]error:[/] cannot repair the outbox {directory}: {err}")
+        errors.print(f"[red]error:[/] cannot repair the outbox {directory}: {err}")
         return 1
     ack = (
         f"; its acknowledgement record was impossible: reset to {report['acked']} (the learner "
@@ -50,21 +50,22 @@ def actor_main(config: ActorConfig) -> int:
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("robot_rl").setLevel(logging.INFO)
     console = Console(soft_wrap=True)
+    errors = Console(soft_wrap=True, stderr=True)  # every error: one line on stderr
     if config.repair_outbox:
-        return repair_outbox(config, console)
+        return repair_outbox(config, console, errors)
     try:
         summary = run_actor(config, console=console)
     except LearnerRefused as err:
-        console.print(f"[red]the learner refused this actor:[/] {err}")
+        errors.print(f"[red]the learner refused this actor:[/] {err}")
         return 2
     except (ValueError, SecurityError) as err:
-        console.print(f"[red]error:[/] {err}")
+        errors.print(f"[red]error:[/] {err}")
         return 2
     except (OutboxFull, DurableLogError, ResetFailed) as err:
-        console.print(f"[red]error:[/] {err}")
+        errors.print(f"[red]error:[/] {err}")
         return 1
     except OSError as err:  # the outbox's disk (other than full: that is OutboxFull)
-        console.print(f"[red]error:[/] {err}")
+        errors.print(f"[red]error:[/] {err}")
         return 1
     except KeyboardInterrupt:
         return config.interrupted_exit_code
