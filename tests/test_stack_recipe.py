@@ -29,6 +29,23 @@ def test_a_value_the_user_gave_wins_over_the_recipe():
     assert (cfg.image_size, cfg.batch_size) == (48, 128) and said.startswith("recipe: as given")
 
 
+def test_a_cpu_pixel_recipe_says_what_missing_onednn_costs(monkeypatch, tmp_path):
+    from robot_rl.agents import onednn_prerequisites
+
+    monkeypatch.setenv("ROBOT_RL_ONEDNN_CONV", "0")  # switched off: as good as missing
+    _, said = UpConfig("robot", **ROBOT).with_recipe("cpu")
+    assert said.splitlines()[1] == (
+        "oneDNN convolutions unavailable (ROBOT_RL_ONEDNN_CONV=0): the pixel learner's "
+        "convolutions run in XLA at about half the speed; pip install 'robot-rl[cpu-fast]' and "
+        "a C++ compiler (g++) for the fast path"
+    )
+    assert len(UpConfig("robot", **ROBOT).with_recipe("gpu")[1].splitlines()) == 1
+    monkeypatch.delenv("ROBOT_RL_ONEDNN_CONV")
+    monkeypatch.setattr(onednn_prerequisites, "prefix", lambda: tmp_path)  # no wheel here
+    _, said = UpConfig("robot", **ROBOT).with_recipe("cpu")
+    assert f"no libdnnl.so under {tmp_path}/lib" in said
+
+
 def test_state_runs_keep_the_learner_batch():
     cfg, said = UpConfig("sim").with_recipe("cpu")
     assert cfg.batch_size == 256 and said.startswith("recipe: state")

@@ -137,7 +137,8 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
         if not unset:
             return filled, f"recipe: as given ({sizes})"
         given = "" if len(unset) == len(values) else "; the rest as given"
-        return filled, f"recipe: {name} for a {backend.upper()} learner ({sizes}{given})"
+        line = f"recipe: {name} for a {backend.upper()} learner ({sizes}{given})"
+        return filled, line + _convolutions_note(name, backend)
 
     def resolved(self) -> UpConfig:
         """Itself when the recipe's fields are set, else ``with_recipe()``'s copy."""
@@ -237,6 +238,16 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
 ROS_ARGS_FLAG = "--ros-args"
 """``robot-rl up ... --ros-args ...``: the rest of the command line is ``UpConfig.ros_args``
 (``robot_rl.cli`` splits it off before the options are parsed)."""
+
+
+def _convolutions_note(recipe: str, backend: str) -> str:
+    """For a pixel learner on the CPU without the oneDNN extension: what that costs."""
+    if recipe != "pixels" or backend != "cpu":
+        return ""
+    from robot_rl.agents.onednn_prerequisites import cost_line, missing
+
+    reason = missing()
+    return "" if reason is None else f"\n{cost_line(reason)}"
 
 
 def _absolute(path: str | None) -> str | None:

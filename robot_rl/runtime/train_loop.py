@@ -169,6 +169,20 @@ def reached(cfg: TrainConfig, result: dict) -> bool:
     return cfg.stop_at_success is not None and result["success_rate"] >= cfg.stop_at_success
 
 
+def _say_convolution_path(cfg: TrainConfig, console: Console) -> None:
+    """Pixels on the CPU without the oneDNN extension: one line on what that costs."""
+    import jax
+
+    if not cfg.cameras or jax.default_backend() != "cpu":
+        return
+    from robot_rl.agents.encoders import onednn_conv
+    from robot_rl.agents.onednn_prerequisites import cost_line
+
+    reason = onednn_conv.unavailable_reason()
+    if reason is not None:
+        console.print(f"[yellow]{cost_line(reason)}[/]")
+
+
 def train(cfg: TrainConfig, console: Console | None = None) -> dict:
     """Train and return the final evaluation summary (also written to run_dir/summary.json)."""
     cfg = resolve(cfg)
@@ -249,6 +263,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
         f"[bold]train[/] {cfg.run_name} ({cfg.backend}) for {cfg.total_steps} steps, "
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
     )
+    _say_convolution_path(cfg, console)
 
     run_metadata = checkpoint_metadata(cfg, cfg.backend, cfg.env_id)
     loop = EpisodeLoop(env, core.add)

@@ -23,7 +23,6 @@ import ctypes
 import hashlib
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,21 +34,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from robot_rl.agents import onednn_prerequisites as prerequisites
+
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("onednn_conv.cc")
 TARGETS = ("RobotRlConvForward", "RobotRlConvBackwardData", "RobotRlConvBackwardWeights")
-DISABLE_ENV = "ROBOT_RL_ONEDNN_CONV"
-"""Set to 0 to keep XLA's own CPU convolutions."""
 THREADS_ENV = "ROBOT_RL_ONEDNN_THREADS"
 """OpenMP threads per convolution call. The default is half the CPUs this process may use (1 on
 the 2-core learner): XLA runs independent calls (the cameras, the online and target encoders)
 side by side, and on 2 cores one thread per call ran the bf16 update 132 against 173 ms."""
 
 
-def _prefix() -> Path:
-    """Where pip put the ``onednn-cpu-gomp`` wheels' ``lib/`` and ``include/``: the venv."""
-    return Path(sys.prefix)
+_prefix = prerequisites.prefix
 
 
 def _cache_dir() -> Path:
@@ -66,16 +63,10 @@ def _library_path() -> Path:
 
 
 def _build(target: Path) -> None:
-    compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
-    if compiler is None:
-        raise RuntimeError("no C++ compiler (g++) on the PATH")
-    prefix = _prefix()
-    if not (prefix / "include" / "oneapi" / "dnnl" / "dnnl.hpp").exists():
-        raise RuntimeError(
-            f"no oneDNN headers under {prefix}/include (pip install onednn-devel-cpu-gomp)"
-        )
-    if not list((prefix / "lib").glob("libdnnl.so*")):
-        raise RuntimeError(f"no libdnnl.so under {prefix}/lib (pip install onednn-cpu-gomp)")
+    reason = prerequisites.missing()
+    if reason is not None:
+        raise RuntimeError(reason)
+    compiler, prefix = prerequisites.compiler(), _prefix()
     target.parent.mkdir(parents=True, exist_ok=True)
     print(f"robot_rl: compiling the oneDNN convolution extension into {target}", file=sys.stderr)
     with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".so", delete=False) as tmp:
@@ -98,10 +89,9 @@ def _build(target: Path) -> None:
 @cache
 def _load() -> str | None:
     """Builds (once) and registers the FFI targets; None when ready, else why not."""
-    if os.environ.get(DISABLE_ENV, "1") == "0":
-        return f"{DISABLE_ENV}=0"
-    if not (sys.platform.startswith("linux") and os.uname().machine == "x86_64"):
-        return "oneDNN convolutions are built for x86-64 Linux only"
+    reason = prerequisites.missing(built=True)  # the rest is checked before a build
+    if reason is not None:
+        return reason
     try:
         path = _library_path()
         if not path.exists():
