@@ -254,8 +254,9 @@ def test_a_training_run_asks_the_labeler_and_fine_tunes_every_relabel_every_fram
     # so low a threshold that the untrained head fires on every frame (ungated: the gripper's
     # gate, tested above, shuts at the reset pose), while the twin's ground truth (the labeler)
     # says no: three random steps from a reset never lift the cube
-    config = ClassifierConfig(camera="front", image_size=SIZE, hidden_dim=8, threshold=1e-6,
-                              task_gate=False)
+    config = ClassifierConfig(
+        camera="front", image_size=SIZE, hidden_dim=8, threshold=1e-6, task_gate=False
+    )
     untrained = RewardClassifier.create(config)
     clf = save_classifier(tmp_path / "clf", untrained, {"labels": str(labels)})
     common = dict(task="pick_cube", reward_classifier=str(clf), total_steps=3, start_steps=3,
