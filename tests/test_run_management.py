@@ -68,6 +68,29 @@ def test_progress_off_a_terminal_is_one_line_per_update_with_an_eta():
     assert format_seconds(3725) == "1h02m" and format_seconds(None) == "?"
 
 
+def test_recording_and_classifier_training_show_progress_with_an_eta(tmp_path, capsys):
+    """record-demos, record-labels and train-reward (here on the twin): whole progress lines
+    with an ETA off a terminal, the classifier's on stderr (its stdout may be JSON)."""
+    pytest.importorskip("mujoco")
+    from robot_rl.cli import main
+
+    demos, labels = tmp_path / "demos", tmp_path / "labels.npz"
+    assert main(["record-demos", "--task", "pick_cube", "--episodes", "2",
+                 "--out", str(demos)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert re.search(r"(^|\n)record-demos 2/2 demos \(100%\) .*\| ETA 0s \| \d+ attempts", out), out
+    assert main(["record-labels", "--task", "pick_cube", "--episodes", "4", "--camera", "front",
+                 "--image-size", "32", "--out", str(labels)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert re.search(r"(^|\n)record-labels 4/4 episodes \(100%\) .*\| ETA 0s \| \d+ frames", out)
+    assert main(["train-reward", "--labels", str(labels), "--steps", "20", "--hidden-dim", "8",
+                 "--json-out"]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    json.loads(captured.out.strip().splitlines()[-1])  # stdout: the result alone
+    assert re.search(r"(^|\n)train-reward 20/20 steps \(100%\) .*\| ETA 0s \| loss", captured.err)
+    assert "\r" not in out + captured.err
+
+
 def test_a_bad_option_value_is_one_line_on_stderr_naming_the_option():
     proc = run_cli("train", "--total-steps", "ten", timeout=120)
     assert proc.returncode == 2

@@ -36,6 +36,7 @@ from robot_rl.errors import UserError, print_error
 from robot_rl.rewards.operator import OperatorOptions
 from robot_rl.rewards.operator_input import REJECT, SUCCESS
 from robot_rl.runtime.observation_mode import ObservationMode
+from robot_rl.runtime.progress import JobProgress
 from robot_rl.runtime.robot_session import RobotSessionOptions
 
 
@@ -428,57 +429,64 @@ def _record(config: RecordDemosConfig, env, source, out: Path, console, session=
     reset = None if session is None else session.reset
     stored, attempts, steps = 0, 0, 0
     started = time.monotonic()
-    while stored < config.episodes:
-        if attempts >= max_attempts:
-            Console(stderr=True, soft_wrap=True).print(
-                f"[red]error:[/] only {stored} successful episodes in {attempts} attempts"
+    # a bar below the episode lines on a terminal; one line at most every 10 s in a log
+    progress = JobProgress("record-demos", config.episodes, unit="demos", console=console)
+    try:
+        while stored < config.episodes:
+            progress.update(stored, note=f"{attempts} attempts")
+            if attempts >= max_attempts:
+                Console(stderr=True, soft_wrap=True).print(
+                    f"[red]error:[/] only {stored} successful episodes in {attempts} attempts"
+                )
+                return 1
+            seed = config.seed + attempts
+            attempts += 1
+            if session is not None:
+                session.check_drivers()
+            on_start = None
+            if rate is not None or session is not None:
+                line = f"episode {attempts}: the robot is yours (seed {seed})"
+                on_start = lambda line=line: console.print(line)
+            episode, success, figures = record_episode(
+                env, source, rng, seed, rate=rate, reset=reset, on_start=on_start
             )
-            return 1
-        seed = config.seed + attempts
-        attempts += 1
-        if session is not None:
-            session.check_drivers()
-        on_start = None
-        if rate is not None or session is not None:
-            line = f"episode {attempts}: the robot is yours (seed {seed})"
-            on_start = lambda line=line: console.print(line)
-        episode, success, figures = record_episode(
-            env, source, rng, seed, rate=rate, reset=reset, on_start=on_start
-        )
-        if not success:
-            why = (
-                "rejected by the operator"
-                if figures["rejected"]
-                else "no success" + (" (time ran out)" if session is not None else "")
+            if not success:
+                why = (
+                    "rejected by the operator"
+                    if figures["rejected"]
+                    else "no success" + (" (time ran out)" if session is not None else "")
+                )
+                console.print(
+                    f"  episode {attempts}: {why}, {_describe(figures)}, discarded "
+                    f"({stored}/{config.episodes} kept)"
+                )
+                continue
+            episode.info.update(
+                task=config.task,
+                source=config.resolved_source(),
+                seed=seed,
+                **(
+                    {"hardware": str(config.hardware), "judge": _judge(config, figures)}
+                    if session
+                    else {}
+                ),
             )
+            path = write_episode(
+                out / f"episode_{stored:03d}.mcap",
+                episode,
+                env.observation_space,
+                env.action_space,
+                control_hz=env.task.control_hz,
+            )
+            stored += 1
+            steps += len(episode)
             console.print(
-                f"  episode {attempts}: {why}, {_describe(figures)}, discarded "
+                f"  episode {attempts}: success, {_describe(figures)}, kept as {path} "
                 f"({stored}/{config.episodes} kept)"
             )
-            continue
-        episode.info.update(
-            task=config.task,
-            source=config.resolved_source(),
-            seed=seed,
-            **(
-                {"hardware": str(config.hardware), "judge": _judge(config, figures)}
-                if session
-                else {}
-            ),
-        )
-        path = write_episode(
-            out / f"episode_{stored:03d}.mcap",
-            episode,
-            env.observation_space,
-            env.action_space,
-            control_hz=env.task.control_hz,
-        )
-        stored += 1
-        steps += len(episode)
-        console.print(
-            f"  episode {attempts}: success, {_describe(figures)}, kept as {path} "
-            f"({stored}/{config.episodes} kept)"
-        )
+        progress.update(stored, note=f"{attempts} attempts")
+    finally:
+        progress.close()
     wall = time.monotonic() - started
     console.print(
         f"[bold]recorded[/] {stored} successful episodes ({attempts} attempts, {steps} steps) "

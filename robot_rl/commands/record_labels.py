@@ -19,6 +19,7 @@ robot held) or one taken while the teleop device is silent is left out.
 
 from __future__ import annotations
 
+import io
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -29,6 +30,7 @@ from rich.console import Console
 from robot_rl.errors import UserError, print_error
 from robot_rl.rewards.labelers import LABELERS
 from robot_rl.rewards.operator import OperatorOptions
+from robot_rl.runtime.progress import JobProgress
 from robot_rl.runtime.robot_session import RobotSessionOptions
 
 
@@ -152,8 +154,14 @@ def record_labels(
     left_out = 0
     max_steps = config.resolved_max_steps(env.task)
     started = time.perf_counter()
+    # a bar below the episode lines on a terminal; one line at most every 10 s in a log
+    quiet = Console(file=io.StringIO())  # no console: a library call, nothing shown
+    progress = JobProgress(
+        "record-labels", config.episodes, unit="episodes", console=console or quiet
+    )
     try:
         for episode in range(config.episodes):
+            progress.update(episode, note=f"{len(labels)} frames ({sum(labels)} success)")
             seed = config.seed + episode
             if session is not None:
                 session.check_drivers()
@@ -199,7 +207,9 @@ def record_labels(
                     f"({sum(labels)} success), {rate:.1f} frames/s"
                     + (f", {left_out} left out (stale or silent device)" if left_out else "")
                 )
+        progress.update(config.episodes, note=f"{len(labels)} frames ({sum(labels)} success)")
     finally:
+        progress.close()
         close = getattr(source, "close", None)
         if callable(close):
             close()

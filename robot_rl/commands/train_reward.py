@@ -21,6 +21,7 @@ from typing import Literal
 from rich.console import Console
 
 from robot_rl.errors import print_error
+from robot_rl.runtime.progress import JobProgress, stderr_console
 
 
 @dataclass
@@ -105,9 +106,11 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
             f"{'trained' if trunk_trained else 'frozen'} {config.trunk} trunk"
         )
 
+    # stdout may be the result (--json-out): the bar, or a line every 10 s in a log, on stderr
+    bar = JobProgress("train-reward", config.steps, console=stderr_console())
+
     def progress(step: int, loss: float) -> None:
-        if console:
-            console.print(f"  step {step}/{config.steps}: loss {loss:.4f}")
+        bar.update(step, note=f"loss {loss:.4f}")
 
     fit_config = FitConfig(
         steps=config.steps,
@@ -117,7 +120,10 @@ def train_reward(config: TrainRewardConfig, console: Console | None = None) -> d
         seed=config.seed,
         train_trunk=trunk_trained,
     )
-    classifier = fit(classifier, train_set, fit_config, progress)
+    try:
+        classifier = fit(classifier, train_set, fit_config, progress)
+    finally:
+        bar.close()
     if validation is not None:
         threshold = choose_threshold(classifier, validation)
         classifier = RewardClassifier(
