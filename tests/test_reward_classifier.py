@@ -353,7 +353,7 @@ def test_a_witness_classifier_says_what_it_saw_and_ends_nothing():
 
 def test_pick_cube_success_implies_its_gate_and_an_empty_hand_shuts_it():
     from robot_rl.envs.task import make_task
-    from tasks.pick_cube import CUBE_HALF, LIFT_HEIGHT
+    from robot_rl.tasks.pick_cube import CUBE_HALF, LIFT_HEIGHT
 
     task = make_task("pick_cube")
     tcp = np.array([0.5, 0.0, CUBE_HALF + LIFT_HEIGHT + 0.01])
