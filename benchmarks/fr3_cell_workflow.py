@@ -263,7 +263,8 @@ def main() -> None:
         logs / "classifier.log",
         timeout=3600,
     )
-    emit({**record, "held_out": _last_json(text)})
+    result = _last_json(text)
+    emit({**record, **{k: result.get(k) for k in ("held_out", "threshold", "trunk")}})
     # 5: RL with corrections
     steps = plan["steps"] if args.steps is None else args.steps
     minutes = args.minutes if args.minutes is not None or args.quick else 30.0
