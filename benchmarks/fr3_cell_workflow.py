@@ -146,6 +146,45 @@ def _last_json(text: str) -> dict:
     return {}
 
 
+def rl_curve(metrics: Path, window: int = 20) -> dict:
+    """The RL stage's learning curve from the learner's per-episode metrics: for each block of
+    ``window`` episodes, the env steps at its end, its success rate, its unaided success rate
+    (no operator step in the episode: the policy's own) and the operator's share of steps."""
+    episodes = [
+        e for e in (json.loads(line) for line in metrics.read_text().splitlines() if line)
+        if "charts/success" in e
+    ]  # fmt: skip
+    rows = []
+    for start in range(0, len(episodes), window):
+        block = episodes[start : start + window]
+        helped = [e.get("robot/intervention_rate", 0.0) for e in block]
+        success = [e["charts/success"] for e in block]
+        own = [s and not h for s, h in zip(success, helped, strict=True)]
+        lengths = [e["charts/episode_length"] for e in block]
+        rows.append([
+            block[-1]["step"], start + len(block),
+            round(100 * sum(success) / len(block)), round(100 * sum(own) / len(block)),
+            round(100 * sum(h * n for h, n in zip(helped, lengths, strict=True)) / sum(lengths)),
+        ])  # fmt: skip
+    return {
+        "stage": "rl_curve",
+        "columns": [
+            "steps",
+            "episodes",
+            "success_pct",
+            "unaided_success_pct",
+            "operator_steps_pct",
+        ],
+        "per_episodes": window,
+        "rows": rows,
+    }
+
+
+def _actor_summary(log: Path) -> dict:
+    """The actor's closing JSON line (steps, episodes, control period p50/p99)."""
+    return _last_json(log.read_text(errors="replace")) if log.exists() else {}
+
+
 def _figure(pattern: str, text: str, cast=float):
     found = re.findall(pattern, text)
     return cast(found[-1]) if found else None
@@ -310,8 +349,10 @@ def main() -> None:
             "recipe": _figure(r"(recipe: [^\n]*)", text, str),
             "utd": report.get("utd"),
             "learner": report.get("learner"),
+            "actor": _actor_summary(logs.parent / "up" / "logs" / "actor.log"),
         }
     )
+    emit(rl_curve(out / "up" / "learner" / "metrics.jsonl"))
     # 6: evaluation judged by the cell's ground truth
     record, text = run_stage(
         "eval",

@@ -158,3 +158,34 @@ def test_on_the_twin_an_idle_policy_gets_corrected():
     assert 0 < sum(flags) <= budget
     assert not any(flags[: env.source.config.stuck_window])
     assert info["intervention_metrics"]["robot/intervention_rate"] == sum(flags) / len(flags)
+
+
+def test_the_actor_tells_the_policy_s_own_successes_from_assisted_ones():
+    """``recent_unaided_rate``: successes with no operator step in the episode."""
+    import gymnasium as gym
+
+    from robot_rl.runtime.episode_loop import EpisodeLoop
+
+    class Scripted(gym.Env):
+        """Two-step episodes; the script says which steps the operator took and which end in
+        success."""
+
+        observation_space = gym.spaces.Dict({"state": gym.spaces.Box(-1, 1, (1,), np.float32)})
+        action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        script = iter([(True, False), (False, True), (False, False), (False, True)])
+
+        def reset(self, *, seed=None, options=None):
+            return {"state": np.zeros(1, np.float32)}, {}
+
+        def step(self, action):
+            intervened, success = next(self.script)
+            info = {"intervened": intervened, "success": success}
+            return {"state": np.zeros(1, np.float32)}, float(success), success, False, info
+
+    loop = EpisodeLoop(Scripted(), lambda transition: None)
+    loop.reset()
+    for _ in range(4):
+        loop.step(lambda obs: np.zeros(1, np.float32))
+    # episode 1: operator stepped in, then success; episode 2: the policy's own success
+    assert loop.recent_success_rate() == 1.0
+    assert loop.recent_unaided_rate() == 0.5

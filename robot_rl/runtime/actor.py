@@ -356,15 +356,18 @@ def _store(outbox: Outbox, payload: bytes, timeout: float, console: Console) -> 
 def _progress(console, outbox, client, policy, loop, rate, interventions: bool) -> None:
     success = loop.recent_success_rate()
     shares = ""
+    unaided = ""
     if interventions:  # the operator's share of the last 20 episodes' steps
         share = loop.recent_intervention_rate()
         shares = f"interventions (last 20) {'-' if share is None else f'{share:.0%}'} | "
+        own = loop.recent_unaided_rate()  # and the successes it had no hand in
+        unaided = "" if own is None else f" (unaided {own:.0%})"
     waiting = f"awaiting answers {loop.held} | " if loop.held else ""
     period = rate.period_stats()
     hz = 1000.0 / period["mean_ms"] if period["mean_ms"] else float("nan")
     console.print(
         f"steps {outbox.next_seq} | episodes {loop.episodes} | success (last 20) "
-        f"{'-' if success is None else f'{success:.0%}'} | {shares}"
+        f"{'-' if success is None else f'{success:.0%}'}{unaided} | {shares}"
         f"control {hz:.1f} Hz (p99 period {period['p99_ms']:.1f} ms) | "
         f"weights v{policy.version if policy else -1} | {waiting}"
         f"unacknowledged {outbox.backlog} | {'connected' if client.connected else 'NOT connected'}"

@@ -94,6 +94,7 @@ class EpisodeLoop:
         self.steps = self.episodes = 0
         self.recent_success: list[float] = []
         self.recent_intervention: list[float] = []
+        self.recent_unaided: list[float] = []
         self._held: list[_Held] = []
         self._begin_tally()
 
@@ -201,9 +202,16 @@ class EpisodeLoop:
     def _record(self, figures: dict) -> None:
         self.recent_success.append(figures["success"])
         self.recent_intervention.append(figures["intervention_rate"])
+        # unaided: a success in which the operator never took over (the policy's own)
+        self.recent_unaided.append(float(figures["success"] and not figures["intervention_rate"]))
 
     def recent_success_rate(self, last: int = 20) -> float | None:
         recent = self.recent_success[-last:]
+        return float(np.mean(recent)) if recent else None
+
+    def recent_unaided_rate(self, last: int = 20) -> float | None:
+        """The share of the last episodes that succeeded with no operator step in them."""
+        recent = self.recent_unaided[-last:]
         return float(np.mean(recent)) if recent else None
 
     def recent_intervention_rate(self, last: int = 20) -> float | None:

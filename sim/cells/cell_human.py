@@ -112,6 +112,12 @@ class CellHumanConfig:
     takeover_steps: int = param(15, "control periods of one correction", _at_least_one)
     episode_share: float = param(0.3, "most corrected periods per max_episode_steps", _share)
     total_share: float = param(0.2, "most corrected periods over the run, as a share", _share)
+    decay_steps: int = param(
+        0,
+        "the per-episode share falls linearly to zero over this many control periods watched, "
+        "as a person steps in less as the robot learns (0: never)",
+        (lambda v: v >= 0, "must be >= 0"),
+    )
     tidy: bool = param(
         True,
         "put the cube at a new random place when it was picked up and put "
@@ -160,6 +166,7 @@ class CellHumanNode(Node):
                 takeover_steps=c.takeover_steps,
                 episode_share=c.episode_share,
                 total_share=c.total_share,
+                decay_steps=c.decay_steps or None,
             )
             self.rng = np.random.default_rng(c.seed)
             self.human = SimulatedHuman(self.task, make_expert(self.task), config, rng=self.rng)
