@@ -48,9 +48,31 @@ from robot_rl.data.replay_files import (
     load_replay,
     save_replay,
 )
-from robot_rl.data.spaces_json import box_to_json, dict_space_to_json
+from robot_rl.data.spaces_json import (
+    box_from_json,
+    box_to_json,
+    dict_space_from_json,
+    dict_space_to_json,
+)
 
 __all__ = ["SAVE_FORMAT_VERSION", "ReplayBuffer", "ReplayFileError"]
+
+_BOOKKEEPING = (
+    "slot_last_user",
+    "obs_slot",
+    "next_slot",
+    "actions",
+    "rewards",
+    "terminated",
+    "truncated",
+)
+"""The transition ring's and frame store's bookkeeping arrays (each ``self._<name>``)."""
+
+
+def _fill_prefix(target: np.ndarray, saved: np.ndarray) -> None:
+    if len(saved) > len(target) or saved.shape[1:] != target.shape[1:]:
+        raise ValueError(f"saved array of shape {saved.shape} does not fit {target.shape}")
+    target[: len(saved)] = saved
 
 
 def _probe_refcount() -> int:
@@ -352,6 +374,71 @@ class ReplayBuffer:
                 for name, (shape, dtype) in self.extra_fields.items()
             },
         }
+
+    def state_dict(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(meta, arrays): the whole state, as plain JSON and named arrays (views, not copies),
+        for ``from_state``. Only the slots written so far: the arrays are preallocated for the
+        whole capacity (a pixel run's frame store is tens of GB of zeros until it fills)."""
+        keys, streams = list(self._frames), sorted(self._streams)
+        meta = {
+            **self._config_json(),
+            "capacity": self.capacity,
+            "frame_capacity": self.frame_capacity,
+            "observation_keys": keys,
+            "extra_names": list(self._extras),
+            "frames_written": self._frames_written,
+            "head": self._head,
+            "tail": self._tail,
+        }
+        slots = min(self._frames_written, self.frame_capacity)
+        entries = min(self._head, self.capacity)
+        arrays = {
+            name: getattr(self, f"_{name}")[: slots if name.startswith("slot_") else entries]
+            for name in _BOOKKEEPING
+        }
+        arrays.update(
+            stream_ids=np.asarray(streams, np.int64),
+            stream_serials=np.asarray([self._streams[s][0] for s in streams], np.int64),
+            stream_ended=np.asarray([self._streams[s][1] for s in streams], bool),
+        )
+        # named by position: observation keys may hold characters a zip name cannot
+        arrays.update({f"frames_{i}": self._frames[k][:slots] for i, k in enumerate(keys)})
+        arrays.update({f"extra_{i}": self._extras[k][:entries] for i, k in enumerate(self._extras)})
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> ReplayBuffer:
+        """A buffer in exactly the state ``state_dict`` described (``arrays`` may be a lazy
+        mapping, an open ``.npz``); ValueError or KeyError when they do not fit together."""
+        extra_fields = {
+            name: (tuple(spec["shape"]), np.dtype(spec["dtype"]))
+            for name, spec in meta["extra_fields"].items()
+        }
+        # frame_capacity comes from the state: one saved with the older default slack
+        # (capacity + capacity // 10 + 2) loads with that slack
+        buffer = cls(
+            dict_space_from_json(meta["observation_space"]),
+            box_from_json(meta["action_space"]),
+            meta["capacity"],
+            frame_capacity=meta["frame_capacity"],
+            extra_fields=extra_fields,
+        )
+        # a prefix of each array (whole arrays in files written before saves were trimmed)
+        for i, key in enumerate(meta["observation_keys"]):
+            _fill_prefix(buffer._frames[key], arrays[f"frames_{i}"])
+        for i, name in enumerate(meta["extra_names"]):
+            _fill_prefix(buffer._extras[name], arrays[f"extra_{i}"])
+        for name in _BOOKKEEPING:
+            _fill_prefix(getattr(buffer, f"_{name}"), arrays[name])
+        buffer._streams = {
+            int(s): (int(serial), bool(ended), None)
+            for s, serial, ended in zip(
+                arrays["stream_ids"], arrays["stream_serials"], arrays["stream_ended"], strict=True
+            )
+        }
+        buffer._frames_written = meta["frames_written"]
+        buffer._head, buffer._tail = meta["head"], meta["tail"]
+        return buffer
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the whole state to one ``.npz`` file atomically (tmp file, fsync, rename)."""
