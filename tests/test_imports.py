@@ -80,29 +80,15 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations only)."""
-    return {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for statement in node.body
-        for inner in ast.walk(statement)
-    }
-
-
 def import_graph() -> dict[str, set[str]]:
     """Module -> the robot_rl modules it imports, anywhere in it (a function's lazy import
-    counts; an ``if TYPE_CHECKING:`` import does not)."""
+    counts, and so does an ``if TYPE_CHECKING:`` one: a circle for annotations is a circle)."""
     modules = _modules()
     graph = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text())
-        annotations_only = _type_checking_nodes(tree)
         targets = set()
         for node in ast.walk(tree):
-            if id(node) in annotations_only:
-                continue
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):

@@ -16,19 +16,14 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from robot_rl.agents.checkpoint import AGENT_FILE, config_differences, list_checkpoints
 from robot_rl.runtime.run_dir import EVAL_FILE, METRICS_FILE
-
-if TYPE_CHECKING:
-    from robot_rl.runtime.forward_backward import Direction, ForwardBackwardConfig
 
 STATE_FILE = "fb_state.json"
 RESUME_FIELDS = ("task", "backward_task", "replay_capacity")
 """Config fields (besides the agent's) a resumed run must share with the checkpoint; the demo
 buffer's capacity follows from replay_capacity."""
-COUNTERS = ("steps", "episodes", "successes", "updates", "recent", "last_eval")
 
 
 def checkpoint_dir(run_dir: Path, name: str) -> Path:
@@ -39,13 +34,13 @@ def step_dir(run_dir: Path, name: str, step: int) -> Path:
     return checkpoint_dir(run_dir, name) / f"step_{step:010d}"
 
 
-def config_json(cfg: ForwardBackwardConfig) -> dict:
+def config_json(cfg) -> dict:
     values = json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
     values["backward_task"] = cfg.backward_name
     return values
 
 
-def save_direction(d: Direction, directory: Path, step: int, seed: int) -> None:
+def save_direction(d, directory: Path, step: int, seed: int) -> None:
     """A checkpoint `robot-rl eval --checkpoint <dir>` reads like one of `robot-rl train`'s,
     with the direction's counters for --resume."""
     task = d.env.task
@@ -57,14 +52,12 @@ def save_direction(d: Direction, directory: Path, step: int, seed: int) -> None:
         "image_size": task.image_size,
         "seed": seed,
         "direction": d.name,
-        **{name: getattr(d, name) for name in COUNTERS},
+        **d.state_dict(),
     }
     d.core.save(directory, step, metadata)
 
 
-def save_pair(
-    run_dir: Path, cfg: ForwardBackwardConfig, directions, step: int, loop_state: dict
-) -> None:
+def save_pair(run_dir: Path, cfg, directions, step: int, loop_state: dict) -> None:
     """Both directions at ``step``, then the state file naming that step (atomically)."""
     for d in directions:
         save_direction(d, checkpoint_dir(run_dir, d.name), step, cfg.seed)
@@ -77,7 +70,7 @@ def save_pair(
     os.replace(tmp, run_dir / STATE_FILE)
 
 
-def read_state(run_dir: Path, cfg: ForwardBackwardConfig) -> dict:
+def read_state(run_dir: Path, cfg) -> dict:
     """The state of the last complete pair; a clear error when there is none or when it was
     written with a config that differs in a field that matters."""
     path = run_dir / STATE_FILE
@@ -107,16 +100,12 @@ def read_state(run_dir: Path, cfg: ForwardBackwardConfig) -> dict:
     return state
 
 
-def restore_pair(run_dir: Path, cfg: ForwardBackwardConfig, directions, step: int) -> None:
+def restore_pair(run_dir: Path, cfg, directions, step: int) -> None:
     """Load both directions at ``step`` (agent, buffers, counters), drop checkpoints newer than
     it (a pair whose write did not complete) and log lines after it (they happen again)."""
     for d in directions:
         checkpoint = step_dir(run_dir, d.name, step)
-        meta = d.core.restore(checkpoint)
-        d.core.received, d.core.updates = meta["steps"], meta["updates"]
-        d.loop.steps, d.loop.episodes = meta["steps"], meta["episodes"]
-        d.loop.recent_success = list(meta["recent"])
-        d.last_eval = meta["last_eval"]
+        d.load_state(d.core.restore(checkpoint))
         for path in list_checkpoints(checkpoint_dir(run_dir, d.name)):
             if int(path.name.removeprefix("step_")) > step:
                 shutil.rmtree(path, ignore_errors=True)

@@ -152,6 +152,24 @@ class Direction:
     def updates(self) -> int:
         return self.core.updates
 
+    def state_dict(self) -> dict:
+        """The direction's counters (its checkpoint's meta.json holds them for --resume)."""
+        return {
+            "steps": self.steps,
+            "episodes": self.episodes,
+            "successes": self.successes,
+            "updates": self.updates,
+            "recent": list(self.recent),
+            "last_eval": self.last_eval,
+        }
+
+    def load_state(self, counters: dict) -> None:
+        """Counters as ``state_dict`` gave them (the core's agent and buffers load apart)."""
+        self.core.received, self.core.updates = counters["steps"], counters["updates"]
+        self.loop.steps, self.loop.episodes = counters["steps"], counters["episodes"]
+        self.loop.recent_success = list(counters["recent"])
+        self.last_eval = counters["last_eval"]
+
     def act(self, obs: dict) -> np.ndarray:
         return self.core.behaviour_action(obs, self.env.action_space)
 
