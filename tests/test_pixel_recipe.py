@@ -43,6 +43,15 @@ def test_a_value_the_user_gives_wins_over_the_pixel_recipe():
     assert (only_size.image_size, only_size.batch_size) == (96, PIXEL_RECIPE["batch_size"])
 
 
+def test_a_typed_value_equal_to_the_default_still_wins():
+    """A sentinel, not equality with the default: `--batch-size 256 --image-size 64` with a
+    camera trains at 256 and 64, not at the pixel recipe's 64 and 32."""
+    cfg = parsed("--task", "pick_cube", "--cameras", "front", "--batch-size", "256",
+                 "--image-size", "64")  # fmt: skip
+    assert (cfg.image_size, cfg.batch_size) == (64, 256)
+    assert cfg.total_steps == task_class("pick_cube").recipe["total_steps"]  # still unset
+
+
 def test_the_pixel_recipe_can_be_turned_off():
     cfg = parsed("--cameras", "front", "--no-pixel-recipe")
     default = TrainConfig()

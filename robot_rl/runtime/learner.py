@@ -35,7 +35,7 @@ from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.episode_loop import EPISODE_SCALARS
 from robot_rl.runtime.learning_core import LearningCore, checkpoint_metadata
 from robot_rl.runtime.observation_mode import ObservationMode
-from robot_rl.runtime.recipes import resolve
+from robot_rl.runtime.recipes import Unset, resolve
 from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.utd_tracker import UtdTracker
 from robot_rl.transport.ingest_log import IngestLog
@@ -82,7 +82,7 @@ class LearnerConfig(ObservationMode):
     start_steps: int | None = None
     """Online transitions before updates begin (actors act randomly until the first weights
     that follow an update); default: recipe."""
-    batch_size: int = 256
+    batch_size: int = Unset(256)
     """Transitions per critic minibatch."""
     utd_ratio: int = 2
     """Critic updates per online transition received."""

@@ -22,13 +22,14 @@ import dataclasses
 from dataclasses import dataclass
 
 from robot_rl.errors import UserError
+from robot_rl.runtime.recipes import Unset
 
 
 @dataclass(kw_only=True)
 class ObservationMode:
     cameras: tuple[str, ...] = ()
     """Camera observations (empty: state only)."""
-    image_size: int = 64
+    image_size: int = Unset(64)
     """Camera image side in pixels."""
     privileged_state: bool | None = None
     """Append the twin's object poses to the state (twin only); default: True without

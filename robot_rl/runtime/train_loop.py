@@ -31,7 +31,7 @@ from robot_rl.runtime.interventions import (
 from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, LearningCore, checkpoint_metadata
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.progress import JobProgress, format_seconds
-from robot_rl.runtime.recipes import resolve
+from robot_rl.runtime.recipes import Unset, resolve
 from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.stopping import stop_name
 
@@ -71,7 +71,7 @@ class TrainConfig(ObservationMode):
     """Environment steps to train for; default: the task's recipe."""
     start_steps: int | None = None
     """Uniformly random actions before the policy acts and updates begin; default: recipe."""
-    batch_size: int = 256
+    batch_size: int = Unset(256)
     """Transitions per critic minibatch."""
     pixel_recipe: bool = True
     """With cameras on the twin, image size and batch size left at their defaults come from the
