@@ -137,3 +137,29 @@ def test_car_twin_node_through_the_ros_car_backend():
     finally:
         backend.close()
         spinner.close()
+
+
+def test_a_device_node_s_lifecycle_publishers_follow_its_state():
+    """``DeviceNode``'s transitions run the base's too: a lifecycle publisher sends only while
+    the node is active."""
+    from std_msgs.msg import String
+
+    from robot_rl.ros.node_base import DeviceNode
+
+    class Device(DeviceNode):
+        def __init__(self, **kwargs):
+            super().__init__("lifecycle_device", **kwargs)
+            self.out = self.create_lifecycle_publisher(String, "/lifecycle_device/out", 10)
+
+    context = _context()
+    try:
+        node = Device(context=context)
+        assert not node.out.is_activated
+        node.trigger_configure()
+        node.trigger_activate()
+        assert node.motion_enabled and node.out.is_activated
+        node.trigger_deactivate()
+        assert not node.motion_enabled and not node.out.is_activated
+        node.destroy_node()
+    finally:
+        context.try_shutdown()

@@ -33,10 +33,7 @@ FIX_GL_DRIVER = (
     "the EGL libraries are installed: check the GPU driver (nvidia-smi), or try MUJOCO_GL=osmesa "
     f"({SUDO}apt-get install -y libosmesa6)"
 )
-FIX_ROS = (
-    "pip install ros-rclpy ros-rmw-fastrtps-cpp ros-std-msgs ros-sensor-msgs ros-geometry-msgs "
-    "ros-nav-msgs ros-std-srvs ros-diagnostic-msgs ros-lifecycle-msgs ros-rcl-lifecycle"
-)
+FIX_ROS = "pip install -e '.[ros]'"  # the extra names the wheels: no copy here to fall behind
 FIX_LIBUSB = f"{SUDO}apt-get install -y libusb-1.0-0"
 FIX_REALSENSE = f"pip install pyrealsense2 && {FIX_LIBUSB}"
 FIX_TORCH = "pip install -e '.[torch]'"

@@ -136,11 +136,15 @@ class DeviceNode(LifecycleNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = self._run_hook(self.enable_motion, "activate (enable motion)")
         self.motion_enabled = result == TransitionCallbackReturn.SUCCESS
+        if self.motion_enabled:  # and the node's lifecycle publishers, as rclpy's base does
+            super().on_activate(state)
         return result
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.motion_enabled = False
-        return self._run_hook(self.safe_stop, "deactivate (safe stop)")
+        result = self._run_hook(self.safe_stop, "deactivate (safe stop)")
+        super().on_deactivate(state)  # its lifecycle publishers go quiet too
+        return result
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         return self._run_hook(self.close_device, "cleanup (close device)")
