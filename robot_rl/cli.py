@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -81,6 +82,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 PROG = "robot-rl"
+PRINT_CONFIG = "--print-config"
+"""Commands that take ``--config FILE`` also print their whole resolved config with this."""
+
+
+def _print_config(module, config) -> int:
+    from robot_rl.config_file import to_data
+
+    resolve = getattr(module, "resolve_config", None)
+    print(json.dumps(to_data(resolve(config) if resolve else config), indent=2))
+    return 0
 
 
 def usage() -> str:
@@ -150,6 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rest, ros_args = rest[: rest.index(flag)], tuple(rest[rest.index(flag) + 1 :])
     from robot_rl.runtime import stopping
 
+    print_config = PRINT_CONFIG in rest and getattr(module, "CONFIG_FILE", False)
+    if print_config:
+        rest = [a for a in rest if a != PRINT_CONFIG]
     try:
         with _one_line_parse_errors(f"{PROG} {name}"):
             if getattr(module, "CONFIG_FILE", False):  # --config FILE: the whole config
@@ -164,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
         if ros_args is not None:
             config = dataclasses.replace(config, ros_args=(*config.ros_args, *ros_args))
+        if print_config:  # the whole config, recipe applied: a file to start from (--config)
+            return _print_config(module, config)
         stopping.sigterm_as_sigint()  # SLURM, docker stop, systemd: a graceful stop, as Ctrl-C
         return stopping.interrupted_exit_code(int(module.run(config) or 0))
     except SystemExit as err:  # --help, a bad option, or a command that calls sys.exit

@@ -163,3 +163,21 @@ def test_a_launch_file_writes_the_same_files_and_takes_a_config_file(monkeypatch
     assert read_config(ActorConfig, actor.config_file) == actor.config
     with pytest.raises(ValueError, match="learner_args: cannot parse"):
         launch_file.describe(run_dir=str(tmp_path), learner_args="--no-such-option 1")
+
+
+def test_train_prints_its_resolved_config_and_starts_from_it(tmp_path, capsys):
+    """``--print-config``: the whole config with the recipe applied, as JSON; ``--config`` takes
+    it back, and flags beside it win."""
+    import json
+
+    from robot_rl.cli import main
+
+    assert main(["train", "--task", "pick_cube", "--cameras", "front", "--print-config"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["image_size"], printed["batch_size"]) == (32, 64)  # the pixel recipe
+    assert printed["total_steps"] == 20_000 and printed["agent"]["num_critics"] == 10
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(printed))
+    assert main(["train", "--config", str(path), "--batch-size", "128", "--print-config"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again == {**printed, "batch_size": 128}

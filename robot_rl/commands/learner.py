@@ -15,6 +15,14 @@ from robot_rl.runtime.learner import Learner, LearnerConfig
 CONFIG_FILE = True
 
 
+def resolve_config(config: LearnerConfig) -> LearnerConfig:
+    """What --print-config prints: the config with the task's recipe filled in (recorded demos
+    or a robot: no scripted ones)."""
+    from robot_rl.runtime.recipes import resolve
+
+    return resolve(config, recorded_demos=True)
+
+
 def run(config: LearnerConfig) -> int:
     from robot_rl.transport.security import SecurityError, ServerKeys
 
