@@ -435,9 +435,7 @@ def _record(config: RecordDemosConfig, env, source, out: Path, console, session=
         while stored < config.episodes:
             progress.update(stored, note=f"{attempts} attempts")
             if attempts >= max_attempts:
-                Console(stderr=True, soft_wrap=True).print(
-                    f"[red]error:[/] only {stored} successful episodes in {attempts} attempts"
-                )
+                print_error(f"only {stored} successful episodes in {attempts} attempts")
                 return 1
             seed = config.seed + attempts
             attempts += 1

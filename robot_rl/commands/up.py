@@ -374,7 +374,7 @@ def run(cfg: UpConfig) -> int:
         return 130
     except StackFailed as err:
         supervisor.stop(cfg.grace)
-        Console(stderr=True, soft_wrap=True).print(f"[red]stack failed:[/] {err}")
+        print_error(f"stack failed: {err}")
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -419,7 +419,7 @@ def run_drivers_only(cfg: UpConfig, console: Console) -> int:
     except KeyboardInterrupt:
         return 0
     except StackFailed as err:
-        Console(stderr=True, soft_wrap=True).print(f"[red]a driver failed:[/] {err}")
+        print_error(f"a driver failed: {err}")
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
