@@ -120,7 +120,11 @@ def test_only_the_sim_topics_carry_the_ground_truth_and_reset_places_the_cube(ce
     _, arm, _, _ = cell
     watcher = Watcher({"/sim/objects/cube/pose": PoseStamped, "/sim/success": Bool})
     try:
-        wait_for(lambda: watcher.get("/sim/objects/cube/pose"), 60.0, "the cube's pose")
+        wait_for(
+            lambda: watcher.get("/sim/objects/cube/pose") and watcher.get("/sim/success"),
+            60.0,
+            "the cube's pose and the success flag",
+        )
         assert watcher.get("/sim/success").data is False
         first = msg_to_pose(watcher.get("/sim/objects/cube/pose"))[0]
         assert 0.4 <= first[0] <= 0.6 and abs(first[1]) <= 0.1 and abs(first[2] - 0.025) < 0.005
