@@ -180,7 +180,7 @@ def test_an_actor_on_a_full_disk_holds_then_exits_intact_then_recovers(small_dis
     server = None
     try:
         # No learner, the disk fills: the actor holds, then gives up non-zero, data intact.
-        code, _, out = _actor(endpoint, outbox, 100_000, "--disk-full-timeout", "3")
+        code, _, out = _actor(endpoint, outbox, 100_000, "--disk-full-timeout", "1.5")
         assert code == 1, out
         assert "holding the robot" in out and "stopping with the outbox intact" in out
         assert "Traceback" not in out
@@ -191,11 +191,11 @@ def test_an_actor_on_a_full_disk_holds_then_exits_intact_then_recovers(small_dis
         # Restarted on the still full disk, it appends first, holds, and the learner's
         # acknowledgements make room: it goes on and delivers everything.
         server = _pick_cube_server(endpoint, tmp_path / "ingest")
-        code, stdout, out = _actor(endpoint, outbox, held + 400)
+        code, stdout, out = _actor(endpoint, outbox, held + 150)
         assert code == 0, out
         assert "Traceback" not in out
         assert json.loads(stdout.strip().splitlines()[-1])["unacknowledged"] == 0
-        assert [s for _, s, _ in drain(server)] == list(range(held + 400))
+        assert [s for _, s, _ in drain(server)] == list(range(held + 150))
     finally:
         if server is not None:
             server.stop()
@@ -210,7 +210,7 @@ def test_the_learner_s_checkpoints_on_a_full_disk_cost_one_line(small_disk, tmp_
     learner = procs.start(
         "learner", "learner", "--task", "pick_cube", "--bind", endpoint, "--run-dir",
         str(run_dir), "--demos", "0", "--total-steps", "0", "--start-steps", "100000",
-        "--checkpoint-interval", "1", "--log-every", "0.5", *SMALL_AGENT,
+        "--checkpoint-interval", "0.3", "--log-every", "0.5", *SMALL_AGENT,
     )  # fmt: skip
     fillers = []
     try:

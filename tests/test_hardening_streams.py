@@ -107,7 +107,7 @@ def test_the_actor_never_exits_0_with_unacknowledged_data_and_says_why(tmp_path)
         result = _actor_cli(
             "--task", "pick_cube", "--learner", endpoint, "--actor-id", "plain",
             "--outbox-dir", str(tmp_path / "outbox"), "--total-steps", "30",
-            "--speedup", "0", "--flush-timeout", "8",
+            "--speedup", "0", "--flush-timeout", "2.5",
         )  # fmt: skip
     finally:
         server.stop()
@@ -130,20 +130,20 @@ def test_an_actor_without_keys_is_told_why_nothing_answers_within_seconds(tmp_pa
         tmp_path / "ingest",
         keys=ServerKeys(str(keys["learner_secret"]), str(keys["authorized_actors"])),
     )
-    client = make_client(endpoint, "plain", tmp_path / "outbox")
+    # the warning's delay shortened: the diagnosis, not the default's 5 s, is under test; a
+    # second actor, where nothing listens, meanwhile
+    client = make_client(endpoint, "plain", tmp_path / "outbox", silence_warning_after=2.5)
+    nobody = make_client(free_endpoint(), "alone", tmp_path / "o2", silence_warning_after=2.5)
     try:
         wait_for(lambda: client.silence_reason is not None, timeout=20, what="the diagnosis")
         assert "CURVE keys" in client.silence_reason
         assert any("does not answer" in r.getMessage() for r in caplog.records)
-    finally:
-        client.stop()
-        server.stop()
-    nobody = make_client(free_endpoint(), "alone", tmp_path / "o2")  # nothing listens there
-    try:
         wait_for(lambda: nobody.silence_reason is not None, timeout=20, what="the diagnosis")
         assert "running" in nobody.silence_reason
     finally:
+        client.stop()
         nobody.stop()
+        server.stop()
 
 
 def test_a_second_actor_with_a_live_id_is_refused_and_a_restart_is_not(tmp_path):

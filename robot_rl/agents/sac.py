@@ -11,6 +11,7 @@ pixels.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -40,6 +41,19 @@ from robot_rl.agents.targets import (
     gripper_index,
     soft_td_target,
 )
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _init(module, *args) -> Any:
+    """``module.init(*args)`` compiled as one program (cached per module configuration): run
+    eagerly, flax compiles each of its operations apart, seconds at every start."""
+    return module.init(*args)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _apply(module, variables, *args) -> Any:
+    """``module.apply(variables, *args)`` compiled as one program, like ``_init``."""
+    return module.apply(variables, *args)
 
 
 def _polyak(target: Any, online: Any, tau: float) -> Any:
@@ -104,12 +118,12 @@ class SACAgent(struct.PyTreeNode):
             if config.encoder not in TRUNKS:
                 raise ValueError(f"unknown encoder {config.encoder!r}; known: {sorted(TRUNKS)}")
             frozen_trunk = TRUNKS[config.encoder]()
-            trunk_variables = frozen_trunk_variables or frozen_trunk.init(
-                trunk_key, observations[image_keys[0]]
+            trunk_variables = frozen_trunk_variables or _init(
+                frozen_trunk, trunk_key, observations[image_keys[0]]
             )
             trunk_variables = jax.tree.map(jnp.asarray, trunk_variables)
             for key in image_keys:
-                observations[key] = frozen_trunk.apply(trunk_variables, observations[key])
+                observations[key] = _apply(frozen_trunk, trunk_variables, observations[key])
         elif frozen_trunk_variables is not None:
             raise ValueError("frozen_trunk_variables given but encoder_frozen is False")
 
@@ -122,14 +136,14 @@ class SACAgent(struct.PyTreeNode):
             num_spatial_features=config.num_spatial_features,
             bottleneck_dim=config.bottleneck_dim,
         )
-        encoder_params = encoder.init(enc_key, observations).get("params", {})
-        features = encoder.apply({"params": encoder_params}, observations)
+        encoder_params = _init(encoder, enc_key, observations).get("params", {})
+        features = _apply(encoder, {"params": encoder_params}, observations)
         arm_actions = jnp.zeros((1, arm_dim), jnp.float32)
 
         ensemble = CriticEnsemble(config.hidden_dims, config.num_critics, config.critic_layer_norm)
         critic_params = {
             "encoder": encoder_params,
-            "ensemble": ensemble.init(ens_key, features, arm_actions)["params"],
+            "ensemble": _init(ensemble, ens_key, features, arm_actions)["params"],
         }
         actor = Actor(config.hidden_dims, arm_dim, config.log_std_min, config.log_std_max)
         temperature = Temperature(config.init_temperature)
@@ -159,13 +173,13 @@ class SACAgent(struct.PyTreeNode):
 
         gripper_state, target_gripper = None, None
         if gripper is not None:
-            grip_params = gripper.init(grip_key, features)["params"]
+            grip_params = _init(gripper, grip_key, features)["params"]
             gripper_state = train_state(gripper.apply, grip_params, config.gripper_lr)
             target_gripper = gripper_state.params
-        temperature_params = temperature.init(jax.random.PRNGKey(0))["params"]
+        temperature_params = _init(temperature, jax.random.PRNGKey(0))["params"]
         return cls(
             actor=train_state(
-                actor.apply, actor.init(actor_key, features)["params"], config.actor_lr
+                actor.apply, _init(actor, actor_key, features)["params"], config.actor_lr
             ),
             critic=train_state(None, critic_params, config.critic_lr),
             target_critic_params=critic_params,

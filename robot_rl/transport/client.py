@@ -47,6 +47,7 @@ class TransportClient:
         window: int = 512,
         resend_after: float = 2.0,
         hello_every: float = 1.0,
+        silence_warning_after: float = SILENCE_WARNING_AFTER,
     ):
         self.endpoint = endpoint
         self.actor_id = actor_id
@@ -62,12 +63,13 @@ class TransportClient:
         self.window = window
         self.resend_after = resend_after
         self.hello_every = hello_every
+        self.silence_warning_after = silence_warning_after
         self.welcome: dict | None = None
         self.refused_reason: str | None = None
         self.data_refused: str | None = None
         """Why the learner refused this actor's transitions (the actor cannot go on)."""
         self.silence_reason: str | None = None
-        """Why nothing may answer (set once no answer came for SILENCE_WARNING_AFTER s)."""
+        """Why nothing may answer (set once no answer came for ``silence_warning_after`` s)."""
         self._weights: tuple[int, bytes] | None = None
         self._weights_session: str | None = None
         self.learner_lag = 0
@@ -179,8 +181,10 @@ class TransportClient:
         """One round: hello or send, then handle whatever the learner sent."""
         now = time.monotonic()
         self._watch_handshake(monitor, now)
-        if not self._linked and now - self._last_hello >= self.hello_every:
-            self._try_send(socket, self._hello())
+        # A hello that no connection took yet goes again next round (every ~20 ms), not after
+        # ``hello_every``: the actor is welcomed as soon as the learner is up.
+        hello_due = not self._linked and now - self._last_hello >= self.hello_every
+        if hello_due and self._try_send(socket, self._hello()):
             self._last_hello = now
         if self._linked:
             self._send_cursor = max(self._send_cursor, self.outbox.acked)
@@ -257,7 +261,7 @@ class TransportClient:
         if (
             self.silence_reason is None
             and not self._welcomed.is_set()
-            and now - self._last_answer > SILENCE_WARNING_AFTER
+            and now - self._last_answer > self.silence_warning_after
         ):
             self.silence_reason = self._handshake_problem or self._silence_cause()
             logger.warning(
