@@ -201,6 +201,12 @@ def main() -> None:
     parser.add_argument("--demos", type=int, default=None)
     parser.add_argument("--label-episodes", type=int, default=None)
     parser.add_argument("--eval-episodes", type=int, default=None)
+    parser.add_argument(
+        "--intervention-penalty",
+        type=float,
+        default=None,
+        help="up robot's --intervention-penalty (default: up's)",
+    )
     parser.add_argument("--out", default=None, help="run folder (default runs/fr3-cell-<time>)")
     args = parser.parse_args()
     plan = dict(QUICK if args.quick else FULL)
@@ -308,6 +314,8 @@ def main() -> None:
     steps = plan["steps"] if args.steps is None else args.steps
     minutes = args.minutes if args.minutes is not None or args.quick else 30.0
     budget = [] if minutes is None else ["--minutes", f"{minutes:g}"]  # cell time, not steps
+    if args.intervention_penalty is not None:
+        budget += ["--intervention-penalty", f"{args.intervention_penalty:g}"]
     record, text = run_stage(
         "rl",
         robot_rl(

@@ -5,7 +5,7 @@ import pytest
 from fakes import TABLE_CUBE, FakeArm, ScriptedSource
 
 from robot_rl.data.replay import ReplayBuffer
-from robot_rl.data.transition import from_step
+from robot_rl.data.transition import Transition, from_step
 from robot_rl.envs.intervention import (
     INTERVENTION_RATE,
     INTERVENTION_SECONDS,
@@ -17,7 +17,7 @@ from robot_rl.envs.intervention import (
     tool_to_base,
 )
 from robot_rl.envs.robot_env import RobotEnv
-from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, store_transition
+from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, TakeoverPenalty, store_transition
 from robot_rl.tasks.pick_cube import PickCubeTask
 
 POLICY = np.array([0.5, 0.0, 0.0, 0.0], np.float32)
@@ -178,6 +178,39 @@ def test_intervened_transitions_land_in_both_buffers():
     # the demo copies are the same transitions as in the online replay, frames included
     for key in ("observations", "next_observations"):
         np.testing.assert_array_equal(stored[key]["state"], online[key]["state"][1:3])
+
+
+def test_the_policy_s_step_before_each_takeover_pays_the_penalty_per_stream():
+    """Two streams interleaved: the policy's step right before a takeover (and only that one)
+    loses the penalty; an episode's end or an operator's step in between means no takeover."""
+    env, _ = make_env([], InterventionConfig("button"))
+    replay = ReplayBuffer(
+        env.observation_space, env.action_space, 100, extra_fields=INTERVENTION_FIELDS
+    )
+    demos = ReplayBuffer(
+        env.observation_space, env.action_space, 100, extra_fields=INTERVENTION_FIELDS
+    )
+    obs, _ = env.reset(seed=0)
+    penalty = TakeoverPenalty(0.5)
+
+    def add(stream, intervened, ended=False, reward=0.0):
+        t = Transition(obs, POLICY, reward, ended, False, obs, intervened)
+        penalty.observe(replay, t, store_transition(replay, demos, t), stream)
+
+    add(0, False)  # 0: policy, then stream 0 is taken over -> penalised
+    add(1, False)  # 1: policy, stream 1 goes on by itself
+    add(0, True)  # 2: the takeover
+    add(0, True)  # 3: the operator goes on: no second penalty
+    add(1, False)  # 4: policy
+    add(1, False, ended=True, reward=1.0)  # 5: its episode ends (a success)
+    add(1, True)  # 6: an operator's first step of the next episode: no step of its own before
+    add(0, False)  # 7: handed back
+    add(0, True)  # 8: taken over again -> 7 penalised
+    rewards = replay.gather(np.arange(9))["rewards"]
+    np.testing.assert_allclose(rewards, [-0.5, 0, 0, 0, 0, 1, 0, -0.5, 0])
+    assert penalty.takeovers == 2
+    with pytest.raises(ValueError, match="intervention_penalty"):
+        TakeoverPenalty(-1.0)
 
 
 def test_without_interventions_only_the_online_replay_is_written():

@@ -82,6 +82,9 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     CPU learner, 256 on a GPU; without cameras: 256)."""
     utd_ratio: int = LEARNER_UTD_RATIO
     """Critic updates per transition."""
+    intervention_penalty: float = 0.0
+    """Taken off the reward of the policy's last step before each operator takeover (RLIF:
+    a policy that stalls until the operator finishes pays for it); 0: none."""
     agent: AgentConfig = field(default_factory=lambda: LEARNER_AGENT)
     """The agent (RLPD with 2 critics and an actor update per env step: LEARNER_AGENT says
     why; --agent.num-critics 10 --agent.critic-actor-ratio 1 is robot-rl train's)."""
@@ -177,6 +180,8 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
             raise ValueError(f"--ready-timeout must be > 0, got {self.ready_timeout}")
         if not 0 <= self.learner_niceness <= 19:
             raise ValueError(f"--learner-niceness must lie in 0..19, got {self.learner_niceness}")
+        if not self.intervention_penalty >= 0.0:
+            raise ValueError(f"intervention_penalty must be >= 0, got {self.intervention_penalty}")
         for name in ("max_age", "sync_slop"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -197,6 +202,7 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
         return LearnerConfig(
             batch_size=self.batch_size,
             utd_ratio=self.utd_ratio,
+            intervention_penalty=self.intervention_penalty,
             agent=self.agent,
             demos=self.demos,
             start_steps=self.start_steps,

@@ -193,8 +193,9 @@ class ReplayBuffer:
         *,
         stream=0,
         **extras,
-    ) -> None:
-        """Validate, then copy and store one transition.
+    ) -> int:
+        """Validate, then copy and store one transition; its index (the count of transitions
+        added before it: ``add_to_reward`` takes it).
 
         Validation reads the caller's arrays without copying them; the only copy of a frame is
         the one into its slot, so a caller may reuse its arrays as soon as this returns."""
@@ -231,6 +232,16 @@ class ReplayBuffer:
         self._slot_last_user[next_slot] = head
         self._head = head + 1
         self._streams[stream] = (self._frames_written - 1, terminated or truncated, next_obs)
+        return head
+
+    def add_to_reward(self, index: int, amount: float) -> bool:
+        """Add ``amount`` to the reward of transition ``index`` (what ``add`` returned); False
+        when it is no longer held (overwritten)."""
+        if not self._tail <= index < self._head:
+            return False
+        position = index % self.capacity
+        self._rewards[position] = check_reward(float(self._rewards[position]) + amount)
+        return True
 
     def _write_frame(self, frame: dict[str, np.ndarray]) -> int:
         written = self._frames_written

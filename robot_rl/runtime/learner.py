@@ -77,6 +77,9 @@ class LearnerConfig(ObservationMode):
     loaded into the demo buffer, in place of scripted ones."""
     demo_fraction: float = 0.5
     """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
+    intervention_penalty: float = 0.0
+    """Taken off the reward of the policy's last step before each operator takeover (RLIF's
+    signal: stalling until the operator finishes costs the policy); 0: none."""
     total_steps: int | None = None
     """Stop after this many online transitions (and their updates); default: recipe; 0: never."""
     start_steps: int | None = None
@@ -126,6 +129,8 @@ class LearnerConfig(ObservationMode):
             raise ValueError("--curve-secret-key and --authorized-keys go together")
         if self.resume and self.run_dir is None:
             raise ValueError("--resume needs --run-dir of the learner run to continue")
+        if not self.intervention_penalty >= 0.0:
+            raise ValueError(f"intervention_penalty must be >= 0, got {self.intervention_penalty}")
         if not self.value_bound > 0:
             raise ValueError(f"value_bound must be > 0, got {self.value_bound}")
         if not self.actor_timeout > 0:

@@ -59,16 +59,40 @@ def checkpoint_metadata(cfg, backend: str, env_id: str = "") -> dict:
     }
 
 
-def store_transition(replay: ReplayBuffer, demos: ReplayBuffer, t: Transition, **extras) -> None:
-    """Every transition goes to the online replay. In a run with interventions (its buffers
-    keep the ``intervened`` flag) an operator's also goes to the demonstration buffer
-    (HIL-SERL): this is the one place that rule lives."""
+def store_transition(replay: ReplayBuffer, demos: ReplayBuffer, t: Transition, **extras) -> int:
+    """Every transition goes to the online replay (its index there is returned). In a run with
+    interventions (its buffers keep the ``intervened`` flag) an operator's also goes to the
+    demonstration buffer (HIL-SERL): this is the one place that rule lives."""
     hil = "intervened" in replay.extra_fields
     if hil:
         extras["intervened"] = t.intervened
-    replay.add(*t.replay_args(), **extras)
+    index = replay.add(*t.replay_args(), **extras)
     if hil and t.intervened:
         demos.add(*t.replay_args(), **extras)
+    return index
+
+
+class TakeoverPenalty:
+    """RLIF's signal beside the task's reward: the policy's last step before an operator takes
+    over gets ``penalty`` taken off its reward. Without it a policy that stalls loses almost
+    nothing (the operator finishes, and the success flows back to the stall discounted by a few
+    steps): it learns to wait for the operator. Kept per stream (one actor's episodes in
+    order); an episode's end forgets the step."""
+
+    def __init__(self, penalty: float):
+        if not penalty >= 0.0:
+            raise ValueError(f"intervention_penalty must be >= 0, got {penalty}")
+        self.penalty = penalty
+        self.takeovers = 0
+        self._last_policy_step: dict[int, int] = {}  # stream -> replay index
+
+    def observe(self, replay: ReplayBuffer, t: Transition, index: int, stream: int) -> None:
+        """``t``, just stored at ``index``: penalise the step before it if it is a takeover."""
+        previous = self._last_policy_step.pop(stream, None)
+        if t.intervened and previous is not None:
+            self.takeovers += replay.add_to_reward(previous, -self.penalty)
+        if not (t.intervened or t.terminated or t.truncated):
+            self._last_policy_step[stream] = index
 
 
 class LearningCore:
@@ -89,6 +113,7 @@ class LearningCore:
         demo_fraction: float,
         replay_capacity: int,
         extra_fields: dict | None = None,
+        intervention_penalty: float = 0.0,
     ):
         self.agent = agent
         self.replay = ReplayBuffer(
@@ -107,6 +132,9 @@ class LearningCore:
         self.received = self.updates = 0
         self.update_seconds = self.sample_seconds = 0.0
         self._sampler: MixedSampler | None = None
+        self.takeover_penalty = (
+            TakeoverPenalty(intervention_penalty) if intervention_penalty else None
+        )
 
     @classmethod
     def for_run(cls, agent, observation_space, action_space, cfg, **overrides) -> LearningCore:
@@ -114,10 +142,13 @@ class LearningCore:
         learner's, forward-backward's: they name these fields alike)."""
         names = ("seed", "batch_size", "utd_ratio", "start_steps", "demo_fraction")
         settings = {name: getattr(cfg, name) for name in (*names, "replay_capacity")}
+        settings["intervention_penalty"] = getattr(cfg, "intervention_penalty", 0.0)
         return cls(agent, observation_space, action_space, **{**settings, **overrides})
 
     def add(self, t: Transition, **extras) -> None:
-        store_transition(self.replay, self.demos, t, **extras)
+        index = store_transition(self.replay, self.demos, t, **extras)
+        if self.takeover_penalty is not None:
+            self.takeover_penalty.observe(self.replay, t, index, int(extras.get("stream", 0)))
         self.received += 1
 
     def behaviour_action(self, obs: dict, action_space) -> np.ndarray:

@@ -65,6 +65,9 @@ class TrainConfig(ObservationMode):
     default: robot_rl.rewards.relabel.RelabelConfig's (50)."""
     demo_fraction: float = 0.5
     """Share of every batch drawn from the demo buffer (RLPD: 0.5)."""
+    intervention_penalty: float = 0.0
+    """Taken off the reward of the policy's last step before each operator takeover (RLIF's
+    signal: stalling until the operator finishes costs the policy); 0: none."""
     seed: int = 0
     """Seed of the agent, the environment resets and replay sampling."""
     total_steps: int | None = None
@@ -112,6 +115,8 @@ class TrainConfig(ObservationMode):
     which suits rewards of about 1 per step (agents/config.py's TRAIN_AGENT)."""
 
     def validate(self) -> None:
+        if not self.intervention_penalty >= 0.0:
+            raise ValueError(f"intervention_penalty must be >= 0, got {self.intervention_penalty}")
         for name in ("total_steps", "demos", "start_steps"):
             if getattr(self, name) is None:
                 raise ValueError(f"{name} is unset: call recipes.resolve(config) first")
