@@ -208,6 +208,11 @@ def main() -> None:
         help="up robot's --intervention-penalty (default: up's)",
     )
     parser.add_argument("--out", default=None, help="run folder (default runs/fr3-cell-<time>)")
+    parser.add_argument(
+        "--reuse",
+        default=None,
+        help="an earlier run folder whose demos and classifier to use: RL and eval only",
+    )
     args = parser.parse_args()
     plan = dict(QUICK if args.quick else FULL)
     for key in plan:
@@ -228,88 +233,97 @@ def main() -> None:
         print(json.dumps(record), flush=True)
 
     started = time.monotonic()
-    # 1-3: drivers up once; demos, then labels, with the operator switched between them
-    t0 = time.monotonic()
-    drivers = drivers_only(hardware, logs / "drivers.log")
-    emit({"stage": "drivers", "seconds": round(time.monotonic() - t0, 1)})
-    switch = OperatorSwitch()
-    try:
-        switch.set("demonstrate")
+
+    def record_and_train_classifier() -> None:
+        """Stages 1-4, in ``out``."""
+        # 1-3: drivers up once; demos, then labels, with the operator switched between them
+        t0 = time.monotonic()
+        drivers = drivers_only(hardware, logs / "drivers.log")
+        emit({"stage": "drivers", "seconds": round(time.monotonic() - t0, 1)})
+        switch = OperatorSwitch()
+        try:
+            switch.set("demonstrate")
+            record, text = run_stage(
+                "demos",
+                robot_rl(
+                    "record-demos",
+                    "--hardware",
+                    str(hardware),
+                    "--no-start-drivers",
+                    "--task",
+                    "pick_cube",
+                    "--cameras",
+                    *cameras,
+                    "--image-size",
+                    size,
+                    "--episodes",
+                    str(plan["demos"]),
+                    "--out",
+                    str(out / "demos"),
+                    "--seed",
+                    seed,
+                ),
+                logs / "demos.log",
+                timeout=3600,
+            )
+            kept = len(list((out / "demos").glob("*.mcap")))
+            attempts = _figure(r"\((\d+) attempts", text, int)
+            emit({**record, "kept": kept, "attempts": attempts})
+            switch.set("label")
+            record, text = run_stage(
+                "labels",
+                robot_rl(
+                    "record-labels",
+                    "--hardware",
+                    str(hardware),
+                    "--no-start-drivers",
+                    "--task",
+                    "pick_cube",
+                    "--camera",
+                    "front",
+                    "--image-size",
+                    size,
+                    "--episodes",
+                    str(plan["label_episodes"]),
+                    "--out",
+                    str(out / "labels.npz"),
+                    "--seed",
+                    seed,
+                ),
+                logs / "labels.log",
+                timeout=3600,
+            )
+            frames = _figure(r"(\d+) frames \(", text, int)
+            positives = _figure(r"\((\d+) success", text, int)
+            emit({**record, "frames": frames, "success_frames": positives})
+            switch.set("correct")
+        finally:
+            switch.close()
+            stop(drivers)
+        # 4: the classifier on the cell's own frames
         record, text = run_stage(
-            "demos",
+            "classifier",
             robot_rl(
-                "record-demos",
-                "--hardware",
-                str(hardware),
-                "--no-start-drivers",
-                "--task",
-                "pick_cube",
-                "--cameras",
-                *cameras,
-                "--image-size",
-                size,
-                "--episodes",
-                str(plan["demos"]),
-                "--out",
-                str(out / "demos"),
-                "--seed",
-                seed,
-            ),
-            logs / "demos.log",
-            timeout=3600,
-        )
-        kept = len(list((out / "demos").glob("*.mcap")))
-        attempts = _figure(r"\((\d+) attempts", text, int)
-        emit({**record, "kept": kept, "attempts": attempts})
-        switch.set("label")
-        record, text = run_stage(
-            "labels",
-            robot_rl(
-                "record-labels",
-                "--hardware",
-                str(hardware),
-                "--no-start-drivers",
-                "--task",
-                "pick_cube",
-                "--camera",
-                "front",
-                "--image-size",
-                size,
-                "--episodes",
-                str(plan["label_episodes"]),
-                "--out",
+                "train-reward",
+                "--labels",
                 str(out / "labels.npz"),
+                "--out",
+                str(out / "classifier"),
                 "--seed",
                 seed,
+                "--json-out",
             ),
-            logs / "labels.log",
+            logs / "classifier.log",
             timeout=3600,
         )
-        frames = _figure(r"(\d+) frames \(", text, int)
-        positives = _figure(r"\((\d+) success", text, int)
-        emit({**record, "frames": frames, "success_frames": positives})
-        switch.set("correct")
-    finally:
-        switch.close()
-        stop(drivers)
-    # 4: the classifier on the cell's own frames
-    record, text = run_stage(
-        "classifier",
-        robot_rl(
-            "train-reward",
-            "--labels",
-            str(out / "labels.npz"),
-            "--out",
-            str(out / "classifier"),
-            "--seed",
-            seed,
-            "--json-out",
-        ),
-        logs / "classifier.log",
-        timeout=3600,
-    )
-    result = _last_json(text)
-    emit({**record, **{k: result.get(k) for k in ("held_out", "threshold", "trunk")}})
+        result = _last_json(text)
+        emit({**record, **{k: result.get(k) for k in ("held_out", "threshold", "trunk")}})
+
+    source = Path(args.reuse).absolute() if args.reuse else out
+    if args.reuse:  # the demos, labels and classifier of an earlier run: RL and eval only
+        emit({"stage": "reuse", "from": str(source)})
+    else:
+        record_and_train_classifier()
     # 5: RL with corrections
     steps = plan["steps"] if args.steps is None else args.steps
     minutes = args.minutes if args.minutes is not None or args.quick else 30.0
@@ -330,9 +344,9 @@ def main() -> None:
             "--image-size",
             size,
             "--demo-path",
-            str(out / "demos"),
+            str(source / "demos"),
             "--reward-classifier",
-            str(out / "classifier"),
+            str(source / "classifier"),
             "--relabel-false-positives",
             "--operator",
             "joy",
@@ -375,7 +389,7 @@ def main() -> None:
             "--judge",
             "cell-ground-truth",
             "--reward-classifier",
-            str(out / "classifier"),
+            str(source / "classifier"),
             "--operator",
             "joy",
             "--json-out",
