@@ -9,7 +9,7 @@ Each round times, under the same load:
   ``--steps`` env steps, in this process: its updates per second of loop time (evaluation
   excluded; also given with it), and where the time went (update calls, sampling from the real
   replay, acting and env steps);
-- ``--loop learner``: the learner process's loop (``LEARNER_AGENT``, ``update_chunk``), in this
+- ``--loop learner``: the learner process's loop (``TWO_CRITIC_AGENT``, ``update_chunk``), in this
   process, on a backlog that a twin actor recorded in its outbox beforehand: updates per second
   of the loop's time not spent waiting for transitions (ingest, sampling, weight broadcasts and
   status included).

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from process_helpers import run_cli
 
-from robot_rl.commands.up import LEARNER_AGENT, UpConfig, planned_processes
+from robot_rl.commands.up import TWO_CRITIC_AGENT, UpConfig, planned_processes
 from robot_rl.config_file import (
     ConfigFileError,
     parse_args,
@@ -34,7 +34,7 @@ def _stack(tmp_path, **changes):
         image_size=32,
         batch_size=32,
         demos=0,
-        agent=LEARNER_AGENT.replace(num_critics=2, hidden_dims=(32, 32)),
+        agent=TWO_CRITIC_AGENT.replace(num_critics=2, hidden_dims=(32, 32)),
         **changes,
     )
     up.validate()
@@ -85,7 +85,7 @@ def test_a_flag_beside_the_file_overrides_it(tmp_path):
     few.write_text(json.dumps({"utd_ratio": 4, "agent": {"hidden_dims": [16, 16]}}))
     parsed = read_config(LearnerConfig, few)
     assert (parsed.utd_ratio, parsed.agent.hidden_dims) == (4, (16, 16))
-    assert parsed.agent.num_critics == LEARNER_AGENT.num_critics
+    assert parsed.agent.num_critics == TWO_CRITIC_AGENT.num_critics
     assert split_config_flag(["--seed", "1"]) == (None, ["--seed", "1"])
 
 

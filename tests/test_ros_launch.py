@@ -20,7 +20,7 @@ import tyro
 from process_helpers import require_launch
 
 from robot_rl.commands.up import (
-    LEARNER_AGENT,
+    TWO_CRITIC_AGENT,
     LEARNER_BATCH_SIZE,
     LEARNER_UTD_RATIO,
     UpConfig,
@@ -42,7 +42,7 @@ TINY = UpConfig(
     total_steps=500,
     batch_size=32,
     demos=0,
-    agent=LEARNER_AGENT.replace(num_critics=2, hidden_dims=(32, 32)),
+    agent=TWO_CRITIC_AGENT.replace(num_critics=2, hidden_dims=(32, 32)),
 )
 
 
@@ -244,9 +244,9 @@ def test_bad_hardware_files_are_refused_naming_the_key(changes, key):
 def test_up_passes_the_agent_and_only_non_default_learner_options():
     assert LearnerConfig().batch_size == LEARNER_BATCH_SIZE
     assert LearnerConfig().utd_ratio == LEARNER_UTD_RATIO
-    assert LearnerConfig().agent == LEARNER_AGENT
-    assert agent_flags(LEARNER_AGENT) == []
-    agent = LEARNER_AGENT.replace(
+    assert LearnerConfig().agent == TWO_CRITIC_AGENT
+    assert agent_flags(TWO_CRITIC_AGENT) == []
+    agent = TWO_CRITIC_AGENT.replace(
         num_critics=2, hidden_dims=(32, 32), critic_layer_norm=False, critic_subsample=None
     )
     parsed = tyro.cli(LearnerConfig, args=agent_flags(agent))

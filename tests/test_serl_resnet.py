@@ -257,11 +257,11 @@ def test_train_with_encoder_weights_records_the_encoder_and_eval_rebuilds_it(
 
 
 def test_up_hands_the_encoder_weights_to_the_learner(tmp_path):
-    from robot_rl.commands.up import LEARNER_AGENT, UpConfig, planned_processes
+    from robot_rl.commands.up import TWO_CRITIC_AGENT, UpConfig, planned_processes
     from robot_rl.config_file import parse_args
     from robot_rl.runtime.learner import LearnerConfig
 
-    agent = LEARNER_AGENT.replace(
+    agent = TWO_CRITIC_AGENT.replace(
         encoder="serl_resnet10",
         encoder_frozen=True,
         encoder_weights=str(tmp_path / "w.safetensors"),

@@ -125,16 +125,18 @@ def rlpd_config(**overrides) -> AgentConfig:
     )
 
 
-TRAIN_AGENT = rlpd_config(init_temperature=0.01)
-"""`robot-rl train` and `train-fb`: RLPD's ensemble (10 critics, min over 2) with SERL's initial
-temperature 0.01, which suits rewards of about 1 per step."""
+ENSEMBLE_AGENT = rlpd_config(init_temperature=0.01)
+"""RLPD's ensemble: 10 critics, the minimum of 2 drawn at random, SERL's initial temperature
+0.01 (which suits rewards of about 1 per step). The default where updates and steps take turns
+in one process (`robot-rl train`, `train-fb`): the best learner per update."""
 
-LEARNER_AGENT = AgentConfig(
+TWO_CRITIC_AGENT = AgentConfig(
     num_critics=2, critic_subsample=2, init_temperature=0.01, critic_actor_ratio=2
 )
-"""`robot-rl learner` and `up`: RLPD's LayerNorm critics, 2 of them, and one actor update per
-environment step (at UTD 2, every second critic update). With the update-to-data ratio held,
-a stack's wall time is the learner's: this runs 7.1x the updates/s of TRAIN_AGENT's ensemble
-with an actor update every critic update (benchmarks/main_job_learner.py, same load), and
-pick_cube reached 90% (last 20 episodes) at 2,200 steps and 100% over 50 evaluation episodes
-at 6,000."""
+"""RLPD's LayerNorm critics, 2 of them, and one actor update per environment step (at UTD 2,
+every second critic update). The default where a learner must keep up with a robot's steps
+(`robot-rl learner`, `up`, the launch files): the best learner per second. With the
+update-to-data ratio held, a stack's wall time is the learner's: this runs 7.1x the updates/s
+of ENSEMBLE_AGENT with an actor update every critic update (benchmarks/main_job_learner.py,
+same load), and pick_cube reached 90% (last 20 episodes) at 2,200 steps and 100% over 50
+evaluation episodes at 6,000."""

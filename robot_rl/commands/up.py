@@ -26,7 +26,7 @@ from typing import Literal
 import tyro
 from rich.console import Console
 
-from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
+from robot_rl.agents.config import TWO_CRITIC_AGENT, AgentConfig
 from robot_rl.errors import print_error
 from robot_rl.rewards.labelers import RelabelOptions
 from robot_rl.rewards.operator import OperatorOptions
@@ -85,8 +85,8 @@ class UpConfig(ObservationMode, OperatorOptions, RelabelOptions):
     intervention_penalty: float = 0.0
     """Taken off the reward of the policy's last step before each operator takeover (RLIF:
     a policy that stalls until the operator finishes pays for it); 0: none."""
-    agent: AgentConfig = field(default_factory=lambda: LEARNER_AGENT)
-    """The agent (RLPD with 2 critics and an actor update per env step: LEARNER_AGENT says
+    agent: AgentConfig = field(default_factory=lambda: TWO_CRITIC_AGENT)
+    """The agent (RLPD with 2 critics and an actor update per env step: TWO_CRITIC_AGENT says
     why; --agent.num-critics 10 --agent.critic-actor-ratio 1 is robot-rl train's)."""
     seed: int = 0
     """Seed of the twin's resets, the actor and the learner."""
@@ -260,7 +260,7 @@ def _absolute(path: str | None) -> str | None:
     return str(Path(path).absolute()) if path else None
 
 
-def agent_flags(agent: AgentConfig, default: AgentConfig = LEARNER_AGENT) -> list[str]:
+def agent_flags(agent: AgentConfig, default: AgentConfig = TWO_CRITIC_AGENT) -> list[str]:
     """``--agent.*`` options that make ``robot-rl learner`` build ``agent`` (for a launch
     file's ``learner_args``)."""
     flags = []

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 from rich.console import Console
 
-from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
+from robot_rl.agents.config import ENSEMBLE_AGENT, AgentConfig
 from robot_rl.agents.sac import SACAgent
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.envs.task import task_class
@@ -80,7 +80,7 @@ class ForwardBackwardConfig:
     and on Ctrl-C); the scene starts from a fresh reset."""
     stop_at_success: float | None = None
     """Stop early once an evaluation of both directions reaches this success rate."""
-    agent: AgentConfig = field(default_factory=lambda: TRAIN_AGENT)
+    agent: AgentConfig = field(default_factory=lambda: ENSEMBLE_AGENT)
     """Both agents: RLPD's ensemble with SERL's initial temperature, as `robot-rl train`."""
 
     @property

@@ -27,7 +27,7 @@ from rich.console import Console
 
 from robot_rl.agents.acting_policy import frozen_trunk_fingerprint, weights_bytes
 from robot_rl.agents.checkpoint import config_to_json, latest_checkpoint, read_metadata
-from robot_rl.agents.config import LEARNER_AGENT, AgentConfig
+from robot_rl.agents.config import TWO_CRITIC_AGENT, AgentConfig
 from robot_rl.agents.pretrained import create_agent
 from robot_rl.data.transition import Transition
 from robot_rl.envs.task import make_task
@@ -117,9 +117,9 @@ class LearnerConfig(ObservationMode):
     """The hardware file of the robot the actors run on (`up robot` passes it): checkpoints
     record backend 'robot' and this file, so `robot-rl eval` does not take them for twin runs.
     None: the actors run on the twin (`up sim`); a resumed run keeps its checkpoint's."""
-    agent: AgentConfig = field(default_factory=lambda: LEARNER_AGENT)
+    agent: AgentConfig = field(default_factory=lambda: TWO_CRITIC_AGENT)
     """The agent: RLPD with 2 critics and an actor update per env step (`robot-rl train` keeps
-    10 critics); agents/config.py's LEARNER_AGENT says why and what it was measured at."""
+    10 critics); agents/config.py's TWO_CRITIC_AGENT says why and what it was measured at."""
 
     def validate(self) -> None:
         for name in ("batch_size", "utd_ratio", "update_chunk", "publish_every"):

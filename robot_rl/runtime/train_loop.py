@@ -16,7 +16,7 @@ import numpy as np
 from rich.console import Console
 
 from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
-from robot_rl.agents.config import TRAIN_AGENT, AgentConfig
+from robot_rl.agents.config import ENSEMBLE_AGENT, AgentConfig
 from robot_rl.agents.pretrained import create_agent
 from robot_rl.errors import UserError
 from robot_rl.runtime.demos import fill_demo_buffer
@@ -110,9 +110,9 @@ class TrainConfig(ObservationMode):
     keeps the run on disk). Off: wandb is not imported."""
     wandb_project: str = "robot_rl"
     """The Weights & Biases project of --wandb runs."""
-    agent: AgentConfig = field(default_factory=lambda: TRAIN_AGENT)
+    agent: AgentConfig = field(default_factory=lambda: ENSEMBLE_AGENT)
     """The agent: RLPD's ensemble (10 critics, min over 2) with SERL's initial temperature 0.01,
-    which suits rewards of about 1 per step (agents/config.py's TRAIN_AGENT)."""
+    which suits rewards of about 1 per step (agents/config.py's ENSEMBLE_AGENT)."""
 
     def validate(self) -> None:
         if not self.intervention_penalty >= 0.0:
