@@ -5,7 +5,7 @@
 Each line has ``config``, ``updates_per_s`` (critic updates per second), ``ms_per_call`` (one
 jitted ``update`` call, which runs ``critic_updates_per_call`` critic updates in one scan),
 the batch, and the compile time of the first call. Batches are random (the replay cost is
-measured separately in the replay lines), timed after JIT warm-up, as SERL's figures were.
+measured separately in the replay lines), timed after JIT warm-up.
 
 ``roofline``: the state configuration (10 critics, min of 2, 8 critic updates per actor update)
 against a batched-matmul roofline at the critic ensemble's shapes, timed in the same rounds
@@ -14,9 +14,6 @@ its share of the roofline, and the call timed with pieces removed (critic update
 ensemble's forward and backward only, the same without its LayerNorms, Adam and Polyak only).
 The conv and ResNet-10 lines carry XLA's FLOPs per call and their share of a conv (or, with
 cached features, matmul) roofline.
-
-``serl_reference_updates_per_s`` is SERL's own agent measured on this machine class for the
-comparable configuration (given in the project's issue, not measured in this run).
 """
 
 from __future__ import annotations
@@ -35,17 +32,14 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import roofline
-from agent_fixtures import random_batch
+from _support import random_batch
 
 from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.encoders import onednn_conv
 from robot_rl.agents.networks import CriticEnsemble
 from robot_rl.agents.sac import SACAgent
-
-SERL_REFERENCE = {"state": 27.0, "conv": 1.4, "resnet10_frozen": 0.27}
 
 
 def spaces(state_dim: int, action_dim: int, cameras: int, size: int):
@@ -115,9 +109,6 @@ def state_config(name: str, num_critics: int, utd: int, ratio: int, calls: int) 
     batch = random_batch(obs_space, 4, 256 * utd)
     line = {"config": name, "batch": 256, "num_critics": num_critics, "critic_actor_ratio": ratio}
     line.update(time_updates(agent, batch, utd, calls))
-    if num_critics == 10:
-        line["serl_reference_updates_per_s"] = SERL_REFERENCE["state"]
-        line["ratio_vs_serl"] = round(line["updates_per_s"] / SERL_REFERENCE["state"], 2)
     return line
 
 
@@ -276,9 +267,6 @@ def conv_config(calls: int, batch_size: int) -> dict:
     # the trunk's costliest layer: 64 px -> 31x31x32 after the first, 3x3 stride 2 to 15x15
     roof = roofline.conv_roofline(2 * batch_size, 31, 32, 32, 2)
     line.update(xla_share(agent, batch, utd, line["ms_per_call"] / 1e3, roof))
-    if batch_size == 64:  # SERL's figure was measured at batch 64
-        line["serl_reference_updates_per_s"] = SERL_REFERENCE["conv"]
-        line["ratio_vs_serl"] = round(line["updates_per_s"] / SERL_REFERENCE["conv"], 2)
     return line
 
 
@@ -337,12 +325,6 @@ def resnet_configs(calls: int, batch_size: int, size: int) -> list[dict]:
     cached["embed_ms_per_frame_all_views"] = round(embed_s / max(embedded, 1) * 1e3, 3)
     cached["cache_views"] = 4
     cached["speedup_vs_uncached"] = round(cached["updates_per_s"] / uncached["updates_per_s"], 1)
-    if size == 64 and batch_size == 64:  # SERL's figure: two 64x64 cameras, batch 64
-        for line in (cached, uncached):
-            line["serl_reference_updates_per_s"] = SERL_REFERENCE["resnet10_frozen"]
-            line["ratio_vs_serl"] = round(
-                line["updates_per_s"] / SERL_REFERENCE["resnet10_frozen"], 1
-            )
     lines.append(cached)
     return lines
 

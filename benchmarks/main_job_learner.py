@@ -18,9 +18,9 @@ from pathlib import Path
 
 import jax
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agent_fixtures import random_batch
+from _support import random_batch
 
 from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.sac import SACAgent

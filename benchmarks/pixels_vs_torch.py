@@ -37,7 +37,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
 
 BATCH, UTD, CAMERAS, SIZE, STATE, ACTION = 64, 4, 2, 64, 20, 4
 
@@ -48,7 +47,7 @@ OURS_XLA_FLAGS = ""
 # ---------------------------------------------------------------------------------- workers
 def _ours_update(config: str, bf16: bool = False):
     import jax
-    from agent_fixtures import random_batch
+    from _support import random_batch
     from learner import spaces
 
     from robot_rl.agents.config import AgentConfig
@@ -119,7 +118,7 @@ def _ours_trunk(config: str, bf16: bool = False):
 
 def _torch_update(config: str, bf16: bool = False):
     import torch_sac_baseline as tb
-    from agent_fixtures import random_batch
+    from _support import random_batch
     from learner import spaces
 
     obs_space, _ = spaces(STATE, ACTION, CAMERAS, SIZE)

@@ -20,9 +20,9 @@ import tyro
 from process_helpers import require_launch
 
 from robot_rl.commands.up import (
-    TWO_CRITIC_AGENT,
     LEARNER_BATCH_SIZE,
     LEARNER_UTD_RATIO,
+    TWO_CRITIC_AGENT,
     UpConfig,
     agent_flags,
     planned_processes,
