@@ -157,6 +157,14 @@ class FrankaConfig:
     joint_reset_speed: float = param(
         0.1, "a joint reset's speed, as a share of the arm's joint limits", unit_interval
     )
+    nullspace_stiffness: float = param(
+        10.0,
+        "joint stiffness (Nm/rad) that pulls the arm's posture towards home_joints in the "
+        "Cartesian controller's null space (franky's PostureTask; 10 is franka_ros's Cartesian "
+        "impedance example's default): the elbow stays put between resets, so the cameras see "
+        "the same arm; the TCP task is unchanged to first order (0: none, the elbow drifts)",
+        non_negative,
+    )
     gripper_threshold: float = param(
         0.5, "cmd/gripper at or above this closes the hand (grasp), below opens it", unit_interval
     )

@@ -482,9 +482,14 @@ class FrankaLink:
             return self._motion
         franky, cfg = self._franky, self.config
         stiffness = np.asarray(cfg.cartesian_impedance, np.float64)
+        posture = None
+        if cfg.nullspace_stiffness > 0:  # the elbow held near home in the null space
+            home = np.asarray(cfg.home_joints, np.float64)
+            posture = franky.PostureTask(home, float(cfg.nullspace_stiffness))
         motion = franky.CartesianImpedanceTrackingMotion(
             translational_stiffness=float(stiffness[:3].mean()),
             rotational_stiffness=float(stiffness[3:].mean()),
+            posture_task=posture,
             translational_error_clip=np.full(3, cfg.translational_error_clip),
             rotational_error_clip=np.full(3, cfg.rotational_error_clip),
         )
