@@ -182,6 +182,44 @@ def test_the_actor_of_up_robot_reads_the_cell_and_subscribes_to_no_sim_topic(cel
         backend.close()
 
 
+def test_the_operator_places_the_cube_anew_at_every_reset_of_the_arm(cell):
+    """``place_each_episode`` (on in the cell's file): the operator sees the Franka node's reset
+    begin on /diagnostics and, once the hand is clear, puts the cube somewhere new, so that
+    episodes start from independent placements (evaluation's episodes are then independent)."""
+    from geometry_msgs.msg import PoseStamped
+
+    from robot_rl.ros.convert import msg_to_pose
+
+    _, arm, _, _ = cell
+    watcher = Watcher({"/sim/objects/cube/pose": PoseStamped})
+    try:
+        wait_for(lambda: watcher.get("/sim/objects/cube/pose"), 60.0, "the cube's pose")
+        for away in ([0.45, 0.1, 0.22], [0.55, -0.1, 0.2]):
+            arm.track(away, tolerance=0.01, timeout=180.0)  # an episode's motion, then reset
+            before = msg_to_pose(watcher.get("/sim/objects/cube/pose"))[0]
+            placed = int(arm.driver_status("/teleop/simulated_human").get("placements", "0"))
+            assert arm.trigger("reset").success
+            wait_for(
+                lambda p=placed: (
+                    int(arm.driver_status("/teleop/simulated_human").get("placements", "0")) > p
+                ),
+                60.0,
+                "the operator's placement",
+            )
+            wait_for(
+                lambda b=before: (
+                    np.linalg.norm(
+                        msg_to_pose(watcher.get("/sim/objects/cube/pose"))[0][:2] - b[:2]
+                    )
+                    > 0.002
+                ),
+                60.0,
+                "the cube at its new place",
+            )
+    finally:
+        watcher.close()
+
+
 def test_the_simulated_operator_takes_over_a_stalled_arm_as_a_spacemouse_would(cell):
     """Nobody commands the arm: the policy has stalled. The operator steps in through the teleop
     topics, read by the actor's own ``RosTeleopSource``: the hold button and a deflection

@@ -123,6 +123,12 @@ class CellHumanConfig:
         "put the cube at a new random place when it was picked up and put "
         "down, or pushed out of reach",
     )
+    place_each_episode: bool = param(
+        False,
+        "also put the cube at a new random place at every reset of the arm (seen as the arm "
+        "driver's /diagnostics mode 'resetting'), as a person evaluating a policy does: each "
+        "episode then starts from a fresh placement, not from where the last attempt left it",
+    )
     say_success: bool = param(
         True,
         "press the success button (/teleop/joy button 3, the actor's --operator joy) once each "
@@ -185,6 +191,8 @@ class CellHumanNode(Node):
         self._lifted = False
         self._last_tidy = -np.inf
         self.tidy_ups = 0
+        self._arm_resetting = self._place_pending = False
+        self.placements = 0
         arm = c.arm_namespace.rstrip("/")
         for msg_type, topic, key, extract in (
             (PoseStamped, f"{arm}/ee_pose", "tcp_pos", _position),
@@ -193,6 +201,10 @@ class CellHumanNode(Node):
             (PoseStamped, CUBE_TOPIC, "object/cube_pos", _position),
         ):
             self.create_subscription(msg_type, topic, self._keep(key, extract), sensor_qos())
+        if c.place_each_episode:
+            self.create_subscription(
+                DiagnosticArray, "/diagnostics", self._on_diagnostics, DIAGNOSTICS_DEPTH
+            )
         self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
         self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
@@ -272,6 +284,32 @@ class CellHumanNode(Node):
             self._correct(reading)
         if self._action is None and self.config.tidy:
             self._tidy(reading)
+        if self._place_pending and float(reading["tcp_pos"][2]) > HAND_CLEAR:
+            self._place_pending = not self._place_cube()
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        """A reset of the arm begins: the cube goes to a new place once the hand is clear."""
+        arm = self.config.arm_namespace.rstrip("/") + "/"
+        for status in msg.status:
+            if not status.name.lstrip("/").startswith(arm.lstrip("/")):
+                continue
+            mode = next((kv.value for kv in status.values if kv.key == "mode"), None)
+            if mode is None:
+                continue
+            resetting = mode == "resetting"
+            if resetting and not self._arm_resetting:
+                self._place_pending = True
+            self._arm_resetting = resetting
+
+    def _place_cube(self) -> bool:
+        """Ask the world for a new random placement; False when its service is not there."""
+        if not self._reset_client.service_is_ready():
+            return False
+        self._reset_client.call_async(Trigger.Request())
+        self._last_tidy = time.monotonic()
+        self._lifted = False
+        self.placements += 1
+        return True
 
     def _correct(self, reading: dict) -> None:
         if self.config.say_success:
@@ -400,6 +438,7 @@ class CellHumanNode(Node):
             "intervened": str(human.total_intervened),
             "periods": str(human.total_steps),
             "tidy_ups": str(self.tidy_ups),
+            "placements": str(self.placements),
             "success_presses": str(self.success_press.presses + self.presses["success"]),
             "reject_presses": str(self.presses["reject"]),
         }
