@@ -34,11 +34,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import roofline
-from _support import random_batch
 
 from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.encoders import onednn_conv
 from robot_rl.agents.networks import CriticEnsemble
+from robot_rl.agents.random_batches import random_batch
 from robot_rl.agents.sac import SACAgent
 
 

@@ -36,8 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import random_batch
-
+from robot_rl.agents.random_batches import random_batch
 from robot_rl.agents.sac import SACAgent
 from robot_rl.runtime.environments import make_env
 from robot_rl.runtime.train_loop import TrainConfig, train

@@ -20,9 +20,8 @@ import jax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import random_batch
-
 from robot_rl.agents.config import AgentConfig
+from robot_rl.agents.random_batches import random_batch
 from robot_rl.agents.sac import SACAgent
 from robot_rl.envs.task import make_task
 

@@ -47,10 +47,10 @@ OURS_XLA_FLAGS = ""
 # ---------------------------------------------------------------------------------- workers
 def _ours_update(config: str, bf16: bool = False):
     import jax
-    from _support import random_batch
     from learner import spaces
 
     from robot_rl.agents.config import AgentConfig
+    from robot_rl.agents.random_batches import random_batch
     from robot_rl.agents.sac import SACAgent
 
     obs_space, act_space = spaces(STATE, ACTION, CAMERAS, SIZE)
@@ -118,8 +118,9 @@ def _ours_trunk(config: str, bf16: bool = False):
 
 def _torch_update(config: str, bf16: bool = False):
     import torch_sac_baseline as tb
-    from _support import random_batch
     from learner import spaces
+
+    from robot_rl.agents.random_batches import random_batch
 
     obs_space, _ = spaces(STATE, ACTION, CAMERAS, SIZE)
     sac = tb.TorchSAC("lerobot_conv" if config == "conv" else "resnet10", conv_bf16=bf16)

@@ -7,12 +7,15 @@ torch = pytest.importorskip("torch")
 
 import jax  # noqa: E402
 from safetensors.numpy import save_file  # noqa: E402
-from torch_resnet10 import TorchResNet10, randomize_batch_norms  # noqa: E402
 
 from robot_rl.agents.encoders import ResNet10Trunk  # noqa: E402
 from robot_rl.agents.encoders.torch_import import (  # noqa: E402
     WeightImportError,
     load_resnet10_state_dict,
+)
+from robot_rl.agents.encoders.torch_resnet10 import (  # noqa: E402
+    TorchResNet10,
+    randomize_batch_norms,
 )
 
 

@@ -1,10 +1,5 @@
-"""Helpers shared by the benchmark scripts (not part of the package, not used by the tests).
-
-The scripts run as ``python benchmarks/X.py``, so this folder is on ``sys.path`` and they
-``import _support``. ``random_batch`` is the same batch as the test suite's
-``tests/agent_fixtures.random_batch`` (same draws for the same seed), copied here so that no
-benchmark imports from ``tests/``.
-"""
+"""Random transitions in the layout ``SACAgent.update`` takes, for timing an update and for the
+agent's tests (no environment needed): uint8 images, normal floats for the other entries."""
 
 from __future__ import annotations
 
@@ -24,7 +19,8 @@ def random_observations(space: gym.spaces.Dict, n: int, rng: np.random.Generator
 
 
 def random_batch(space, action_dim: int, n: int, seed: int = 0, gripper: bool = False) -> dict:
-    """A batch of ``n`` random transitions in the layout ``SACAgent.update`` takes."""
+    """A batch of ``n`` random transitions; with ``gripper`` the last action entry is a
+    discrete gripper command (-1, 0 or 1)."""
     rng = np.random.default_rng(seed)
     actions = rng.uniform(-1, 1, (n, action_dim)).astype(np.float32)
     if gripper:

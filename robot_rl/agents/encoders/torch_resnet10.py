@@ -1,4 +1,6 @@
-"""A PyTorch ResNet-10 with torchvision's module names, the reference for the weight importer.
+"""A PyTorch ResNet-10 with torchvision's module names: the reference model whose state dict the
+weight importer (``torch_import``) reads, used by its tests and by the PyTorch SAC baseline
+(``benchmarks/torch_sac_baseline.py``). Needs torch; nothing in the core library imports it.
 
 Plain ``torch.nn`` because torchvision is not installed; the layout follows
 ``torchvision.models.resnet.ResNet(BasicBlock, [1, 1, 1, 1])`` without avgpool/fc in forward.
