@@ -286,6 +286,7 @@ class CellHumanNode(Node):
             self._tidy(reading)
         if self._place_pending and float(reading["tcp_pos"][2]) > HAND_CLEAR:
             self._place_pending = not self._place_cube()
+            self.placements += not self._place_pending
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         """A reset of the arm begins: the cube goes to a new place once the hand is clear."""
@@ -302,13 +303,13 @@ class CellHumanNode(Node):
             self._arm_resetting = resetting
 
     def _place_cube(self) -> bool:
-        """Ask the world for a new random placement; False when its service is not there."""
+        """Ask the world for a new random placement of the cube (a tidy-up or a new episode's);
+        False when its service is not there."""
         if not self._reset_client.service_is_ready():
             return False
         self._reset_client.call_async(Trigger.Request())
         self._last_tidy = time.monotonic()
         self._lifted = False
-        self.placements += 1
         return True
 
     def _correct(self, reading: dict) -> None:
@@ -356,11 +357,8 @@ class CellHumanNode(Node):
         hand_clear = float(tcp[2]) > HAND_CLEAR
         now = time.monotonic()
         if (out_of_reach or put_down) and hand_clear and now - self._last_tidy > TIDY_PERIOD:
-            if not self._reset_client.service_is_ready():
+            if not self._place_cube():
                 return
-            self._reset_client.call_async(Trigger.Request())
-            self._last_tidy = now
-            self._lifted = False
             self.tidy_ups += 1
             if self.mode == "correct":
                 self.human.reset()
