@@ -84,7 +84,7 @@ def test_recording_and_classifier_training_show_progress_with_an_eta(tmp_path, c
     out = capsys.readouterr().out
     assert re.search(r"(^|\n)record-labels 4/4 episodes \(100%\) .*\| ETA 0s \| \d+ frames", out)
     assert main(["train-reward", "--labels", str(labels), "--steps", "20", "--hidden-dim", "8",
-                 "--json-out"]) == 0  # fmt: skip
+                 "--out", str(tmp_path / "classifier"), "--json-out"]) == 0  # fmt: skip
     captured = capsys.readouterr()
     json.loads(captured.out.strip().splitlines()[-1])  # stdout: the result alone
     assert re.search(r"(^|\n)train-reward 20/20 steps \(100%\) .*\| ETA 0s \| loss", captured.err)
