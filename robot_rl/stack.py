@@ -2,20 +2,11 @@
 (``launch/*.launch.py``) and ``robot-rl up`` turn into processes, so CI starts exactly what
 ``ros2 launch`` would.
 
-A stack is a list of ``ProcessSpec``: a ROS 2 node (twin, camera, driver, the actor) or a plain
-process (the learner, which needs no ROS 2). For a task and a mode:
-
-- ``sim``: the task's twin node (``/arm`` or ``/car``, the source of ``/clock``), one camera
-  node per camera the run observes (``/<camera>_cam``), the actor (node ``actor``, ROS backend,
-  ``use_sim_time``) and the learner;
-- ``robot``: the driver nodes named in a ``hardware/*.yaml`` (``robot_rl.hardware``), the actor
-  (wall time) and the learner.
-
-The actor's and the learner's ``ProcessSpec`` carry their whole config and its file (their one
-option, ``--config FILE``): docs/ARCHITECTURE.md, "Configuration".
-
-Pure Python: no ROS 2, launch or MuJoCo import (the actor's and the learner's config classes
-are imported when a stack is described).
+A stack is a list of ``ProcessSpec`` (a ROS 2 node or a plain process). ``sim``: the task's twin
+node (``/arm`` or ``/car``, the ``/clock`` source), a camera node per observed camera
+(``/<camera>_cam``), the actor (``use_sim_time``) and the learner. ``robot``: the driver nodes of
+a ``hardware/*.yaml``, the actor (wall time) and the learner. The actor's and the learner's specs
+carry their whole config and its file (``--config FILE``). No ROS 2, launch or MuJoCo import.
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """car_lap: an RC car learns to drive laps fast, FastRLAP-style, on the real car and the twin.
 
-One slow lap driven by a person gives the checkpoints (``robot-rl record-lap`` writes them to a
-file, ``--checkpoints FILE`` reads it; the twin's default is ``car_lap_checkpoints/
-twin_track.json``); the policy is goal-conditioned on the next two of them and rewarded for
-progress towards the current one. A crash (an IMU impact or a flip) or getting stuck ends the
-episode; the next reset recovers the car autonomously (``robot_rl.resets.car_recovery``), so
-practice needs no person.
-
-What the car knows, on the robot and in the twin alike (``odom_pose``, speeds, IMU, forward
-camera: docs/ARCHITECTURE.md); the twin's true pose never enters the observation, the reward or
-the recovery, only placing the car and righting it after a flip. Checkpoint directions below
-are computed from the odometry pose.
-
-State vector (13, float32), all in the car frame:
-    0 forward speed m/s, 1 lateral speed m/s, 2 yaw rate rad/s,
-    3-4 IMU acceleration x, y in g,
-    5-7 next checkpoint: unit direction x, y and distance / 5 m (clipped at 10 m),
-    8-10 the checkpoint after it, likewise,
-    11-12 the previous applied action (speed, steering), normalised.
-Action (2, [-1, 1]): speed -1 -> ``min_speed`` .. 1 -> ``max_speed`` m/s; steering -1 -> -0.5 rad
-(right) .. 1 -> +0.5 rad (left).
+The checkpoints come from one slow lap a person drives (``robot-rl record-lap``; ``--checkpoints
+FILE``; the twin's default ``car_lap_checkpoints/twin_track.json``); the policy is conditioned on
+the next two and rewarded for progress towards the current one. A crash (IMU impact, flip) or
+getting stuck ends the episode; the reset recovers alone (``robot_rl.resets.car_recovery``).
+Observation, reward and recovery use only what the car knows (odometry pose, speeds, IMU,
+camera); the twin's true pose only places the car and rights it after a flip.
+State (13, float32, car frame): 0-2 forward, lateral m/s, yaw rate rad/s; 3-4 IMU acceleration
+x, y in g; 5-7 next checkpoint unit direction x, y and distance / 5 m (clipped at 10 m); 8-10 the
+one after; 11-12 the previous applied action, normalised. Action (2, [-1, 1]): speed
+``min_speed`` .. ``max_speed`` m/s; steering -0.5 rad (right) .. +0.5 rad (left).
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """`robot-rl record-demos`: successful demonstration episodes as MCAP files (ROS 2 encoding).
 
-Each successful episode becomes ``<out>/episode_NNN.mcap`` (see ``robot_rl.data.mcap_demos``);
-failed attempts are dropped whole. ``robot-rl train --demo-path <out>`` and ``robot-rl up
---demo-path <out>`` load them into the demonstration buffer; ``ros2 bag info`` and Foxglove
-open them.
-
-On a robot (``--hardware FILE``, HIL-SERL's demo recording): robot mode over the hardware
-file's driver topics (brought up here unless ``--no-start-drivers``), the teleop device
-(SpaceMouse, gamepad) drives every step, and the operator judges each episode: the success
-button (``--operator joy``: /teleop/joy button 3, the one ``up --operator joy`` reads) or key
-(``--operator keyboard``: 'y') keeps it; the reject button (4) or key ('n'), or the episode's
-time running out, discards it, and the next attempt begins after the robot's reset. Nothing
-reads a ``/sim/`` topic. A reset the driver refuses (it is reconnecting to the robot) is tried
-again (``--reset-tries``), one line each; a stale camera holds the robot for that step (the
-step is left out of the demo) instead of ending the attempt.
-
-Elsewhere a *source* produces the actions (an entry of SOURCES, built from the env and the
-config; its ``reset(env, rng)`` is called once per episode, its ``act(env, observation)`` once
-per step) and the task's own success judges: ``--source``, ``--teleop`` and ``--backend`` say
-which. ``--teleop ros`` takes any teleop node; ``sim`` is for tests and dry runs.
+Each successful episode becomes ``<out>/episode_NNN.mcap`` (``robot_rl.data.mcap_demos``), failed
+ones are dropped whole; ``train`` / ``up --demo-path <out>`` load them. On a robot (``--hardware
+FILE``): robot mode over the file's drivers (started here unless ``--no-start-drivers``), the
+teleop device drives, and the operator keeps an episode with success (``--operator joy``: button
+3, ``keyboard``: 'y') and discards it with reject (4, 'n') or the time limit. A refused reset is
+retried (``--reset-tries``); a stale camera holds the robot and that step is left out; nothing
+reads ``/sim/``. Elsewhere a *source* (SOURCES: ``reset(env, rng)`` per episode, ``act(env,
+observation)`` per step) acts and the task judges: ``--source``, ``--teleop``, ``--backend``.
 """
 
 from __future__ import annotations

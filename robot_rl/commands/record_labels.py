@@ -1,20 +1,13 @@
 """`robot-rl record-labels`: success / failure camera frames for the reward classifier (.npz).
 
-Two seams, each a registry entry, in pairs:
-- who acts (SOURCES): on the twin, ``expert-mix`` cycles the scripted expert through varied
-  behaviours that give successes, failures and near-misses (``sim.simulated_human.BEHAVIOURS``
-  says which and why); on a robot, ``teleop``: the operator drives with the teleop device
-  (SpaceMouse, gamepad) and shows the camera what the classifier must tell apart: picks held
-  after success, near misses, failures, the arm wandering around the box.
-- who labels each frame (LABELERS, ``robot_rl.rewards.labelers``): on the twin,
-  ``ground-truth`` reads ``task.success``; on a robot, ``button``: the operator holds the
-  success button (``--operator joy``: /teleop/joy button 3) while the frame shows success, or
-  on a terminal (``--operator keyboard``) presses 'y' when success begins and 'n' when it ends.
-
-On a robot (``--hardware FILE``, HIL-SERL's success/failure recording): the frames are the
-robot's own camera's, in robot mode over the hardware file's driver topics (brought up here
-unless ``--no-start-drivers``); nothing reads a ``/sim/`` topic. A frame of a stale step (the
-robot held) or one taken while the teleop device is silent is left out.
+Who acts (SOURCES): on the twin ``expert-mix`` (the scripted expert's varied behaviours,
+``sim.simulated_human.BEHAVIOURS``); on a robot ``teleop`` (the operator drives and shows the
+camera successes, near misses and failures). Who labels (LABELERS, robot_rl.rewards.labelers): on
+the twin ``ground-truth`` (``task.success``); on a robot ``button``: the success button held while
+the frame shows success (``--operator joy``: button 3), or 'y' / 'n' where success begins and
+ends (``--operator keyboard``). With ``--hardware FILE`` the frames are the robot's camera's, in
+robot mode (drivers started here unless ``--no-start-drivers``; never a ``/sim/`` topic); frames
+of a stale step or taken while the teleop device is silent are left out.
 """
 
 from __future__ import annotations

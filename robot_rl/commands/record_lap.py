@@ -1,22 +1,13 @@
 """`robot-rl record-lap`: a person drives one slow lap; its odometry becomes car_lap's checkpoints.
 
-FastRLAP's setup step. With ``--hardware FILE`` it brings the hardware file's drivers up itself
-(as ``record-demos --hardware`` does: ``robot_rl.runtime.driver_bringup``), waits until each is
-active and stops them at the end; ``--no-start-drivers`` uses drivers that already run
-(``robot-rl up robot --hardware FILE --drivers-only`` in another terminal). Its staleness bounds
-follow the sensors' rates in the hardware file, as ``up robot``'s do. This command reads what
-the car itself publishes (``odom``, ``imu``, the cameras; never a ``/sim/`` topic), passes the
-operator's teleop commands (``/teleop/twist``: ``linear.x`` speed, ``angular.z`` steering, each
-in [-1, 1] of ``--max-speed`` and the car's steering limit) on to ``cmd_vel``, and stops the
-car once the lap has closed: back within ``--close-radius`` of where it started after at least
-``--min-length`` metres. It writes to ``--out``:
-
-- ``lap.mcap``: every control step's ``/car/odom``, ``/car/imu``, the command (``/car/cmd_vel``)
-  and the camera images (ROS 2 encoding; ``ros2 bag info`` and Foxglove open it), written as it
-  goes, so an aborted lap still leaves its log;
-- ``checkpoints.json``: a point every ``--spacing`` metres along the lap, in the odometry frame
-  (``robot_rl.data.lap_checkpoints`` describes the file); ``--checkpoints`` of train / actor /
-  up / eval reads it.
+With ``--hardware FILE`` the file's drivers are brought up here and stopped at the end
+(``--no-start-drivers``: use running ones); staleness bounds follow the file's sensor rates. It
+reads only what the car publishes (``odom``, ``imu``, cameras; never ``/sim/``), passes
+``/teleop/twist`` (``linear.x`` speed, ``angular.z`` steering, in [-1, 1] of ``--max-speed`` and
+the steering limit) on to ``cmd_vel``, and stops the car once back within ``--close-radius`` of
+the start after at least ``--min-length`` metres. ``--out`` gets ``lap.mcap`` (every control
+step's odometry, IMU, command and images, written as it goes) and ``checkpoints.json`` (a point
+every ``--spacing`` metres in the odometry frame: ``robot_rl.data.lap_checkpoints``).
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """An append-only, crash-tolerant record log: what makes a replay buffer lose nothing on a crash.
 
-File layout::
+File layout (no pickle)::
 
-    MAGIC (8 bytes)
-    frame(header)  frame(record)  frame(record)  ...
-
+    MAGIC (8 bytes)  frame(header)  frame(record)  frame(record)  ...
     frame   = SYNC (4 bytes) | u32 little-endian payload length | u32 CRC32 of payload | payload
     header  = msgpack {"format_version": 1, "metadata": {...}}
     record  = msgpack {name: [dtype string, shape, raw bytes]}
 
-A crash can only damage the end of the file (a partially written frame), so a bad frame that is
-the last thing in the file is cut away with a warning. A bad frame followed by any valid one
-means the middle of the file was damaged; that raises rather than silently dropping data. The
-SYNC marker lets that check find later frames even when the damage hit a length field.
-A write that fails (a full disk) is cut back off the file before the error is raised, so the
-log stays whole and the same record can be appended again once there is space.
-``salvage`` reads a damaged log anyway: every frame whose CRC holds, found by its SYNC marker,
-and how many were lost (``robot-rl actor --repair-outbox`` and ``robot-rl learner
---repair-ingest-log`` keep the intact records of a damaged segment with it).
-No pickle anywhere: arrays travel as dtype string, shape and their raw buffer.
+A bad last frame (a crash mid-write) is cut away with a warning; a bad frame followed by a valid
+one (found by SYNC) raises. A failed write (a full disk) is cut back off before the error is
+raised, so the record can be appended again. ``salvage`` reads a damaged log anyway: every frame
+whose CRC holds, and how many were lost.
 """
 
 from __future__ import annotations

@@ -1,29 +1,13 @@
 """Features of a frozen image encoder, computed once per stored frame instead of every update.
 
-With a frozen encoder trunk, running it over the same pixels at every update is wasted work:
-each frame in the replay's frame store is embedded once and the learner samples features.
-
-How DrQ augmentation is kept: augmentation (a random shift of the pixels) happens *before* the
-encoder, so it cannot be applied to cached features afterwards. Instead each frame is embedded
-in ``num_views`` views: view 0 is the un-augmented frame, views 1.. are independent random
-shifts (pad by ``pad`` edge pixels, random crop back). At gather time every element picks one
-random view for its observation and, independently, one for its next observation, exactly as DrQ
-draws independent shifts for the two. The learner thus sees ``num_views`` shifted versions per
-frame rather than a fresh shift per update: a fixed augmentation budget per frame, at the cost
-of ``num_views`` encoder passes per frame once instead of two per sampled transition every update.
-
-How honest that is: 4 fixed views per frame are a weaker regulariser than DrQ's fresh shift per
-sample (the critic can fit a frame's few views), so on top of the cached views each sampled
-feature map is shifted at gather time by a fresh random offset of up to ``feature_shift`` cells
-in each direction (edge cells repeated, as DrQ pads pixels), independently for observation and
-next observation. Only maps of at least ``MIN_SHIFT_CELLS`` cells a side are shifted: there a
-cell is at most 1/8 of the view (the small conv trunk at 64 px: 11x11 cells of ~6 px, about
-DrQ's 4 px pad), while a ResNet's 2x2 or 4x4 map would move by a quarter of the image or more,
-so it keeps its cached views only. The shift costs one gather in numpy, no encoder pass.
-
-Frames are embedded lazily (the first time a gather needs them) or eagerly by ``refresh()``.
-Each cache row remembers the serial of the frame it was computed from; when the replay
-overwrites a slot with a new frame, the serial changes and the row is recomputed.
+DrQ's augmentation is kept: each replay frame is embedded in ``num_views`` views (view 0
+unshifted, the others random shifts of up to ``pad`` pixels), and every gathered element picks a
+random view for its observation and, independently, one for its next observation. On top, feature
+maps of at least ``MIN_SHIFT_CELLS`` cells a side are shifted at gather time by a fresh random
+offset of up to ``feature_shift`` cells (edges repeated), independently for both; smaller maps (a
+ResNet's) keep their cached views only. Rows are computed lazily at gather time or eagerly by
+``refresh()``; each remembers its frame's serial, so a replay slot overwritten with a new frame
+is recomputed.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """A car's lap checkpoints: taken from one driven lap, kept in a small JSON file.
 
-FastRLAP's operator drives one slow lap; points every ``spacing`` metres along it become the
-checkpoints the car then practises towards (``car_lap``). ``robot-rl record-lap`` writes the file,
-``--checkpoints FILE`` reads it. The file (format ``robot_rl.car_checkpoints/1``)::
-
-    {
-      "format": "robot_rl.car_checkpoints/1",
-      "frame": "odom",            # the car's odometry frame, whose origin is the lap's start
-      "spacing": 1.5,             # metres between checkpoints along the lap
-      "lap_length": 26.5,         # metres driven in the lap
-      "start": [x, y, yaw],       # the odometry pose where the lap began
-      "points": [[x, y], ...],    # the checkpoints, in driving order
-      "source": "...", ...        # free-form facts (hardware, MCAP file, time)
-    }
-
+Points every ``spacing`` metres along the lap are what ``car_lap`` practises towards.
+``robot-rl record-lap`` writes the file, ``--checkpoints FILE`` reads it: ``format``
+(``robot_rl.car_checkpoints/1``), ``frame`` (``odom``: the odometry frame, origin at the lap's
+start), ``spacing`` and ``lap_length`` (m), ``start`` ([x, y, yaw] where the lap began),
+``points`` ([[x, y], ...] in driving order) and free-form facts (``source``, ...).
 Pure numpy + json: no ROS 2 or MuJoCo import.
 """
 

@@ -1,26 +1,14 @@
 """Demonstrations as MCAP files with ROS 2 message encoding, one episode per file.
 
-A file opens in ``ros2 bag`` and Foxglove (``cdr`` messages, ``ros2msg`` schemas) and holds, at
-the control rate (header stamps and log times ``start + k / control_hz``):
-
-- the robot's topics (``/arm/joint_states``, ``/arm/ee_pose``, ... from the backend readings,
-  when the recorder had them) and each camera observation on ``/<camera>_cam/image_raw``
-  (``sensor_msgs/Image``, rgb8). The backend contract delivers camera readings at the task's
-  image size, so the camera topic *is* the observation and is stored once;
-- what rebuilds the transitions exactly: every non-image observation key on
-  ``/robot_rl/observation/<key>`` (``std_msgs/Float32MultiArray``), the action actually applied
-  on ``/robot_rl/action`` (``Float32MultiArray``), and the step's outcome on
-  ``/robot_rl/reward`` (``std_msgs/Float32``), ``/robot_rl/terminated`` and
-  ``/robot_rl/truncated`` (``std_msgs/Bool``).
-
-Every message of step k has MCAP sequence number k: observation k (k = 0..T), the action applied
-after it (k < T), and the reward and flags that action led to, which arrive with observation k
-(k >= 1). Transition k is ``(obs_k, action_k, reward_{k+1}, terminated_{k+1}, truncated_{k+1},
-obs_{k+1})``. Float32 values survive CDR bit for bit, so a round trip is exact. The spaces, the
-control rate and free-form facts (task, source) are in the ``robot_rl.episode`` metadata record.
-
-Writing needs the message definitions (``ros_schemas``: the ROS 2 message packages); reading
-needs only ``mcap`` and ``mcap-ros2-support``, so a learner host without ROS 2 loads demos.
+At the control rate (stamps ``start + k / control_hz``) a file holds the robot's topics, each
+camera observation on ``/<camera>_cam/image_raw`` (rgb8, the task's image size, stored once),
+every other observation key on ``/robot_rl/observation/<key>`` (Float32MultiArray), the applied
+action on ``/robot_rl/action``, and ``/robot_rl/reward``, ``/robot_rl/terminated``,
+``/robot_rl/truncated``. Every message of step k has sequence number k; transition k is
+``(obs_k, action_k, reward_{k+1}, terminated_{k+1}, truncated_{k+1}, obs_{k+1})``, exact after a
+round trip. Spaces, control rate and free-form facts are in the ``robot_rl.episode`` metadata.
+Writing needs the ROS 2 message packages (``ros_schemas``); reading only ``mcap`` and
+``mcap-ros2-support``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """Replay buffer that stores each observation frame once.
 
-Two rings: a frame store (``frame_capacity`` slots, one preallocated contiguous array per
-observation key) and a transition ring (``capacity`` entries of obs slot, next-obs slot, action,
-reward, flags, extras). An observation reuses the frame its stream stored as the previous next
-observation, so each step writes only its next frame and an episode of T steps costs T + 1
-frames rather than 2T (SERL's memory-efficient buffer makes the same trade). Transitions are
-addressed by *logical* index: 0 is the oldest valid transition, ``len(buffer) - 1`` the newest.
-
-Frames and transitions both leave in FIFO order. When a frame slot is overwritten, every
-transition that still refers to the old frame must go: the valid window's tail moves past the
-newest transition that used it. The default ``frame_capacity`` is ``capacity + 1``: one frame
-allocated per transition slot (plus the first frame of the very first episode), so with
-episodes of T steps the frames run out first and a full buffer holds about
-``capacity * T / (T + 1)`` transitions (99% at T = 100). A larger ``frame_capacity`` buys the
-last percent (and absorbs the few intact transitions that interleaved streams drop early, about
-two per stream) at one frame of memory per extra slot.
-
-An observation whose arrays are the very ones given as its stream's last next observation (the
-``obs = next_obs`` of every RL loop) continues that frame without being compared; any other
-(decoded from the network, copied) is compared with the stored frame, and stored anew if it
-differs. A caller that refills those very arrays in place with other data before giving them as
-the observation must give copies instead. ``add`` validates without copying, then copies each
-array once, into its slot; ``sample`` gathers the obs and next-obs frames of a batch in one
-``np.take`` per key.
+Two FIFO rings: a frame store (``frame_capacity`` preallocated slots per observation key) and a
+transition ring (``capacity`` entries of obs slot, next-obs slot, action, reward, flags, extras).
+An observation reuses its stream's previous next-observation frame, so T steps cost T + 1 frames;
+overwriting a frame drops every transition that refers to it (default ``frame_capacity`` is
+``capacity + 1``: a full buffer holds about ``capacity * T / (T + 1)`` transitions). Transitions
+are addressed by logical index: 0 the oldest, ``len(buffer) - 1`` the newest. An observation
+whose arrays are the very ones last given as its stream's next observation is not compared, so a
+caller that refills those arrays in place with other data must give copies. ``add`` copies each
+array once; ``sample`` gathers a batch's frames with one ``np.take`` per key.
 """
 
 from __future__ import annotations

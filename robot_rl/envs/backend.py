@@ -1,31 +1,18 @@
 """What a task needs from a robot: the contract that the MuJoCo twin and the ROS 2 robot
-backend both implement, so one task definition drives either.
+backend both implement, so one task definition drives either. No MuJoCo or ROS 2 import.
 
-A backend speaks in *readings* and *commands*: flat dicts of numpy arrays with the names below
-(SI units, world frame unless said otherwise). Tasks turn readings into observations, rewards
-and success, and turn normalised actions into commands. Nothing here imports MuJoCo or ROS 2.
-
-Arm readings:
-    ``tcp_pos`` (3) m, ``tcp_quat`` (4, w x y z), ``tcp_vel`` (6: linear m/s, angular rad/s),
-    ``gripper_pos`` (1: 0 open .. 1 closed), ``joint_pos`` (7) rad, ``joint_vel`` (7) rad/s,
-    ``wrench`` (6: force N, torque Nm at the flange, in the tool frame),
-    ``image/<camera>`` (H, W, 3) uint8.
-Arm commands:
-    ``tcp_pos`` (3), ``tcp_quat`` (4): the impedance controller's target pose;
-    ``gripper`` (1): 0 open .. 1 closed.
-    An entry left out keeps its last commanded value (as the real drivers do): a task's
-    "stay" gripper action sends no ``gripper`` entry, and no ``tcp_quat`` keeps the orientation.
-Car readings:
-    ``odom_pose`` (3: x, y, yaw from the car's odometry), ``velocity`` (3: forward m/s, lateral
-    m/s, yaw rate), ``imu_accel`` (3) m/s^2, ``imu_accel_peak`` (3: the sample of largest
-    horizontal magnitude since the last read), ``imu_gyro`` (3) rad/s, ``flipped`` (1),
-    ``image/<camera>`` (H, W, 3) uint8; twin only (never for navigation or crash detection):
-    ``pose`` (3: the true pose; on ROS the odometry's), ``collision`` (1: touched a wall).
-Car commands:
-    ``speed`` (1) m/s, ``steering`` (1) rad.
-Privileged readings (the twin only, for dense rewards, experts and tests): ``object/<name>_pos``
-    (3), ``object/<name>_quat`` (4). A real backend has none; tasks that need them for reward use
-    a learned reward classifier on the robot.
+Readings and commands are flat dicts of numpy arrays, SI units, world frame unless said; a
+command entry left out keeps its last commanded value (no ``gripper``: the gripper stays).
+Arm readings: ``tcp_pos`` (3) m, ``tcp_quat`` (4, w x y z), ``tcp_vel`` (6: m/s, rad/s),
+``gripper_pos`` (1: 0 open .. 1 closed), ``joint_pos`` (7) rad, ``joint_vel`` (7) rad/s,
+``wrench`` (6: N, Nm at the flange, tool frame), ``image/<camera>`` (H, W, 3) uint8.
+Arm commands: ``tcp_pos`` (3), ``tcp_quat`` (4): the impedance target; ``gripper`` (1: 0 .. 1).
+Car readings: ``odom_pose`` (3: odometry x, y, yaw), ``velocity`` (3: forward, lateral m/s, yaw
+rate), ``imu_accel`` (3) m/s^2, ``imu_accel_peak`` (3: the largest horizontal sample since the
+last read), ``imu_gyro`` (3) rad/s, ``flipped`` (1), ``image/<camera>``; twin only, never for
+navigation or crash detection: ``pose`` (3), ``collision`` (1). Car commands: ``speed`` (1) m/s,
+``steering`` (1) rad. Privileged (twin only; a robot uses a reward classifier instead):
+``object/<name>_pos`` (3), ``object/<name>_quat`` (4).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """The scripted arm reset, shared by every arm task, on any ``ArmBackend`` (twin or robot).
 
-Only readings in, commands out (pure numpy, no MuJoCo, no ROS 2), so the real arm runs the very
-same sequence as the twin:
-
-1. ``lift_clear``: straight up from wherever the last episode left the tool, keeping the gripper
-   as it is (a held peg comes out of its hole, a held cube comes along), so that the move to the
-   reset pose never sweeps through the scene;
-2. ``move_to_reset_pose``: over to the task's reset pose at the clearance height, then down to
-   it, with a per-axis random offset and a random heading; the gripper opens, closes or keeps;
-3. ``regrasp`` for tasks that start with an object in the hand (peg_insert, put_down_cube): the
-   twin puts the object back, then the same grasp sequence runs on both (``regrasp`` says how).
-
-``ArmBackend.move_to`` is the backend's own "go there and settle" (a planned motion on a robot,
-a teleport plus settling on the twin); moves that must carry an object or take time to close
-the fingers go through ``send``/``advance`` instead, as the policy's own commands do.
+Readings in, commands out (pure numpy, no MuJoCo, no ROS 2), so the real arm runs the twin's very
+sequence: ``lift_clear`` (straight up, the gripper as it is, so the next move never sweeps
+through the scene), ``move_to_reset_pose`` (over at the clearance height, then down, with a
+random offset and heading), and ``regrasp`` for tasks that start with an object in the hand
+(peg_insert, put_down_cube). ``ArmBackend.move_to`` is the backend's own "go there and settle";
+moves that carry an object or wait for the fingers go through ``send``/``advance``, as the
+policy's commands do.
 """
 
 from __future__ import annotations

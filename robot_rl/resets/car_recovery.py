@@ -1,18 +1,10 @@
 """Crash and stuck detection and the autonomous recovery of the car (FastRLAP-style).
 
-Only readings in, commands out: nothing here imports MuJoCo or ROS 2, so the real car runs the
-very same logic as the twin, and only from what the car's own sensors give:
-
-- a crash is an impact, a spike of horizontal acceleration on the IMU (``imu_accel_peak``: the
-  sample of largest horizontal magnitude since the last reading; ``imu_accel`` where a backend
-  has no peak), or a flip (``flipped``, from the odometry's or the IMU's orientation);
-- the car is stuck when it is told to go forward but its odometry says it has not moved for about
-  a second (wedged against something it hit too softly for the IMU to tell).
-
-The twin's contact flag (``collision``, ``/sim/collision`` on ROS) is never read here: it is
-ground truth for evaluation only. Recovery backs up with a random steering angle for a random
-1-1.5 s, then drives slowly towards the current checkpoint, so practice goes on without a
-person. Positions are the car's odometry (``odom_pose``), never the twin's true pose.
+Readings in, commands out (no MuJoCo or ROS 2), from the car's own sensors only: a crash is an
+IMU impact (``imu_accel_peak``, else ``imu_accel``) or a flip (``flipped``); the car is stuck
+when told to go forward while its odometry has not moved for about a second. The twin's
+``collision`` and true pose are never read. Recovery backs up with a random steering angle for a
+random 1-1.5 s, then drives slowly towards the current checkpoint (odometry positions).
 """
 
 from __future__ import annotations

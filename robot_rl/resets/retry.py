@@ -1,20 +1,10 @@
 """A refused reset is retried, not fatal: ``reset_with_retry(env)``.
 
-A robot refuses a reset for a while now and then: the Franka node reconnecting to its robot
-after a dropped connection answers ``/arm/reset`` with ``reset failed: connection lost`` for a
-second or two, a driver on its way back to active does not answer at all, and right after the
-reconnect its topics are stale until the first fresh messages. None of that is a reason to end
-an actor (or a demo recording) with a traceback. So the episode's reset is tried again, a
-bounded number of times with a growing wait, one line each; after the last try one clear line
-says what failed (``ResetFailed``).
-
-Only what a reconnecting robot gives is retried: a service that refused (``RuntimeError``
-whose message says ``refused``, as ``RosRobotBackend.reset_robot`` raises), that was not
-there or did not answer (``TimeoutError``), and readings that did not turn fresh in time
-(``StaleReadingError``). Anything else is a bug or bad input and is raised at once.
-
-Pure Python: no ROS 2 import (the twin and the robot share it; the actor, ``record-demos`` and
-any other reset caller use it).
+A robot reconnecting to its driver refuses resets for a while (``/arm/reset`` refused or not
+answered, topics stale). The reset is tried again a bounded number of times with a growing wait,
+one line each, then fails with one clear ``ResetFailed``. Only that is retried: a ``RuntimeError``
+whose message says ``refused`` (``RosRobotBackend.reset_robot``), ``TimeoutError`` and
+``StaleReadingError``; anything else is raised at once. No ROS 2 import.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """The operator as the reward source on a robot: a success key, and answers to the relabeller.
 
-On a robot nothing knows where the cube is, so either the reward classifier or the operator says
-when the task is done. The operator answers through one of two devices:
-
-- ``keyboard``: keys typed on the terminal the actor (or ``eval``) runs in, read from stdin (a
-  terminal is put in cbreak mode, so a key counts at once, and restored on close; a pipe is
-  read as it is, so recorded key bytes drive it just the same);
-- ``joy``: buttons on ``/teleop/joy`` (``robot_rl.ros.operator_buttons``), the teleop device's
-  own topic; a press is a released -> pressed edge, so a held button counts once.
-
-Either way the device yields events, ``"success"`` or ``"reject"``, which ``OperatorSuccess`` (a
-wrapper that pays as a classifier that fires does) and ``OperatorLabeler`` (a ``Labeler`` for
-``--relabel-false-positives``, with ``label_timeout``) read.
-
-The actor asks the operator without waiting (``OperatorLabeler.ask``): the question stays open
-while the robot goes on, and the device's events answer the open questions, oldest first, before
-``OperatorSuccess`` sees any (so a confirm press never pays the next episode too). A person has
-to know that a question is open: the log says so, and a device that can show it (``announce``:
-the joy device publishes it on ``/operator/query``, which an operator's display, or the
-simulated cell's operator, watches) shows each question's opening and closing as one line,
-``question <n> open: ...`` / ``question <n> closed: ...`` (``question_line``, ``parse_question``).
-
-Pure Python here; ROS 2 is imported only for the ``joy`` device.
+Devices: ``keyboard`` (keys on stdin; a terminal is put in cbreak mode and restored on close)
+and ``joy`` (buttons on ``/teleop/joy``; a press is a released -> pressed edge). Both yield
+``"success"`` / ``"reject"`` events, read by ``OperatorSuccess`` (pays as a firing classifier
+does) and ``OperatorLabeler`` (a ``Labeler`` with ``label_timeout``). The actor asks without
+waiting (``OperatorLabeler.ask``); events answer open questions oldest first, before
+``OperatorSuccess`` sees any, so a confirm press never pays the next episode too. A device with
+``announce`` (joy: ``/operator/query``) shows each question opening and closing as one line
+(``question_line``, ``parse_question``). Pure Python; ROS 2 is imported only for ``joy``.
 """
 
 from __future__ import annotations

@@ -1,42 +1,13 @@
 """HIL-SERL's fix for a fooled reward classifier: label its false positives and fine-tune on them.
 
-An RL policy searches for frames the classifier scores as success, real or not. So whenever the
-classifier fires, a ``Labeler`` (robot_rl.rewards.labelers: the twin's ground truth, or an
-operator's key press on a robot) is asked whether the frame really shows success. A "no" makes
-the step pay nothing and the episode go on (the learner never sees the false reward), and the
-frame joins the classifier's training set as a negative; a "yes" joins as a positive. Every
-``update_every`` newly labelled frames the head is fine-tuned on the original labels plus these,
-so the classifier stops firing there and the labeler is asked less and less often.
-
-Fine-tuning on false positives, which often look much like successes (a cube held 5 cm up
-instead of 6), also pulls the probability of real successes down. A success the classifier
-misses is never shown to the labeler and never pays, so the policy, unrewarded, unlearns the
-task. Two guards keep the policy's own successes paid:
-
-- the successes the labeler confirmed are repeated, like the false positives, up to
-  ``hard_share`` of the success frames in every batch: they show what the policy's success looks
-  like, which a few among a thousand recorded ones would not teach the head;
-- after every fine-tune the threshold is lowered, if need be, until it passes ``keep_recall`` of
-  the recorded success frames and ``keep_recall`` of the confirmed ones, each group on its own
-  (the confirmed ones would barely move a quantile over both); it never rises above the trained
-  threshold.
-
-The false positives a lower threshold lets through are the labeler's to catch. (Measured on the
-twin's pick_cube before these guards: one seed of three reached 70% success, then the
-classifier went silent on the policy's successes while still passing 90% of the recorded ones,
-and the policy unlearned the task.)
-
-Asking without waiting (``defer=True``, the actor's): a person takes seconds to answer, and a
-robot must not stand still meanwhile (measured in the FR3 cell: every false positive held the
-arm for the 10 s timeout, the actor ran at 1.4 Hz). A labeler with ``ask(env, obs)`` (the
-operator's) then returns an open ``question`` at once, and ``ask`` here a ``PendingLabel``
-whose ``answer()`` is None until the labeler has answered; the answer is recorded for
-fine-tuning when it is first read. What the step does meanwhile is ``ClassifierReward``'s and
-the episode loop's (robot_rl.rewards.wrapper, robot_rl.runtime.episode_loop). A labeler
-without ``ask`` (the twin's ground truth) answers at once, as ever. With ``defer`` the
-fine-tunes run on a thread of their own too: one took 10 s in the FR3 cell (a loaded 2-core
-machine), which the control loop would otherwise have stood still for; the classifier in use
-is swapped for the fine-tuned one when it is done (``finish`` waits for it).
+When the classifier fires, a ``Labeler`` (robot_rl.rewards.labelers: the twin's ground truth, or
+the operator) says whether the frame shows success: a no pays nothing and the frame becomes a
+negative, a yes a positive; every ``update_every`` new labels the head is fine-tuned. So that this
+does not silence real successes, confirmed successes fill up to ``hard_share`` of each batch's
+success frames, and after each fine-tune the threshold is lowered (never above the trained one)
+until it passes ``keep_recall`` of the recorded and, separately, of the confirmed successes.
+With ``defer=True`` (the actor's) a labeler with ``ask`` gives a ``PendingLabel`` at once, whose
+``answer()`` is None until answered, and fine-tunes run on their own thread (``finish`` waits).
 """
 
 from __future__ import annotations

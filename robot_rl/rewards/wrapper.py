@@ -1,44 +1,13 @@
-"""The learned reward in the loop: sparse reward and termination from the classifier.
+"""The learned reward in the loop: sparse reward and termination from the reward classifier.
 
-On the robot there is no ground truth, so the classifier decides: reward 1 and ``terminated``
-on the first frame whose success probability reaches the threshold, else reward 0. The
-environment's own termination *on success* is ignored (on the twin it is ground truth, which the
-learner must not see); a real failure (an object knocked off the table) still ends the episode.
-``info["success"]`` is left as the environment reports it, so evaluation on the twin still
-counts ground-truth successes; where the task does not score itself (robot mode: no ground
-truth) it is the classifier's verdict. ``info`` gains ``classifier_prob`` and
-``classifier_success``. With ``keep_image=False`` the classifier's camera is dropped from the
-observation: the policy may learn from state while the classifier reads pixels.
-
-Two guards against a policy that learns to fool the classifier: ``consecutive=k`` fires only
-after k frames in a row pass the threshold (a lucky single frame no longer pays), and a
-``relabeler`` (robot_rl.rewards.relabel: HIL-SERL's false-positive labelling) asks a labeler
-whether a fired frame really shows success; if not, the step pays 0 (``info`` marks it
-``classifier_rejected``), the episode goes on and the classifier is fine-tuned on the frame as
-a negative.
-
-A third guard reads the robot's own sensors: a frame counts only where the task says success
-is possible there (``Task.success_possible``: for pick_cube, the fingers stopped on something
-above the table), as HIL-SERL gates its classifiers on the gripper's state. A classifier that
-fires on the empty gripper at the reset pose, or on a cube pushed into the camera's view, then
-pays nothing and asks nobody. ``info`` gains ``success_possible``; a classifier trained with
-``--no-task-gate`` (``ClassifierConfig.task_gate``) goes without.
-
-With ``ends_episodes=False`` the classifier is a witness only (``eval --hardware`` with another
-judge): it says ``classifier_success`` but pays nothing and ends nothing.
-
-When the labeler's answer is not waited for (a relabeler with ``defer``: the actor with the
-operator answering), a fired frame whose answer is still open is a *tentative success*: the step
-pays 1 and ends the episode as terminated, and ``info[PENDING_LABEL]`` carries the open
-question (``relabel.PendingLabel``), which the episode loop holds the step for: a yes keeps it,
-a no (or no answer in time) makes it a truncated step that pays 0 before it leaves the actor
-(robot_rl.runtime.episode_loop). Why end the episode rather than go on: the step's reward and
-termination must be decided now, and a step that goes on cannot later become the episode's
-end (the steps after it would have to be taken back), whereas an ended one can become a
-truncation, which is exactly what it then is (the episode was cut, the learner bootstraps).
-Going on would also drive a robot that may just have done the task (a real success) on into
-the scene. What a false success costs is the rest of that episode: the arm resets instead of
-trying on, seconds instead of the 10 s the whole robot stood still for an answer.
+Reward 1 and ``terminated`` once the success probability passes the threshold on ``consecutive``
+frames in a row, and only where ``Task.success_possible`` (unless the classifier was trained
+without the task gate); else 0. The env's own termination on success is ignored, a real failure
+still ends the episode; ``info["success"]`` stays the env's where the task scores itself, else it
+is the classifier's verdict. A ``relabeler`` (robot_rl.rewards.relabel) may reject a fired frame:
+it pays 0 and the episode goes on. With a deferred relabeler an unanswered firing pays 1 and
+terminates, with ``info[PENDING_LABEL]`` for the episode loop to settle (a no turns it into a
+truncation paying 0). ``ends_episodes=False``: a witness only, paying and ending nothing.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Approximate time synchronisation of the newest sensor messages, with a staleness bound.
 
-Each topic keeps its recent history of (stamp, reading entries), by time: ``window`` seconds
-behind its newest stamp, so that a 200 Hz arm still holds a sample near the stamp of a 10 Hz
-camera's newest frame (a fixed count of 8 reached back only 40 ms and made every slow camera
-look late). ``synchronise`` picks, for every topic, the entry closest to a common reference time
-(the oldest of the newest stamps, i.e. the slowest sensor's latest sample) and refuses, naming
-the topic at fault, when a topic has no data, when its newest data is older than ``max_age``, or
-when it lags the others by more than ``slop``.
-
-``bounds_for_rates`` gives ``max_age`` and ``slop`` from the sensors' publishing rates: a
-sensor's newest sample is up to one period old before latency, and two unsynchronised sensors'
-nearest samples lie up to half the slower one's period apart. Pure Python and numpy:
-unit-testable without ROS.
+Each topic keeps ``window`` seconds of (stamp, reading entries) behind its newest stamp.
+``synchronise`` picks, for every topic, the entry closest to the reference time (the slowest
+sensor's newest stamp) and refuses, naming the topic, when it has no data, when its newest data
+is older than ``max_age``, or when it lags the others by more than ``slop``. ``bounds_for_rates``
+gives ``max_age`` and ``slop`` from the sensors' publishing rates. Pure Python and numpy.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
-"""A hardware file's driver nodes, and nothing else, for as long as a ``with`` block runs.
-
-The robot workflow's first step (``robot-rl up robot --hardware X --drivers-only``) and every
-command that works on the robot without the actor (``eval --hardware``, ``record-demos
---hardware``, ``record-labels --hardware``) bring the drivers up the same way::
+"""A hardware file's driver nodes, and nothing else, for as long as a ``with`` block runs::
 
     with drivers_up("hardware/fr3_sim.yaml", run_dir / "logs", console) as bringup:
         ...  # every node is active here; bringup.check() between steps notices a dead one
 
-The processes are the ones ``up robot`` starts (``robot_rl.stack.driver_processes``), run by
-the stack's ``Supervisor`` (own process groups, logs in ``log_dir``, respawn of sensor
-drivers), each brought to ``active`` (``node_readiness.wait_until_active``) before the block
-runs; one line says they are all up. Leaving the block, by an exception, Ctrl-C or SIGTERM
-(raised as ``KeyboardInterrupt`` in the main thread while the block runs) included, stops
-them (SIGINT, then SIGKILL after ``grace`` s). A driver that is not installed or does not come
-up is a ``UserError`` naming it.
+For ``up robot --drivers-only`` and ``eval``, ``record-demos``, ``record-labels`` with
+``--hardware``. The processes are ``up robot``'s (``robot_rl.stack.driver_processes``) under the
+stack's ``Supervisor``, each brought to ``active`` before the block runs. Leaving the block (an
+exception, Ctrl-C, SIGTERM raised as ``KeyboardInterrupt``) stops them: SIGINT, then SIGKILL
+after ``grace`` s. A driver that is not installed or does not come up is a ``UserError``.
 """
 
 from __future__ import annotations

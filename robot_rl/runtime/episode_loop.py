@@ -1,21 +1,13 @@
 """The one episode loop (acme's EnvironmentLoop): env, policy, sink; what it does and who feeds
 which sink: docs/ARCHITECTURE.md, "One loop, one core".
 
-A step whose reward awaits a labeller's answer (``info[PENDING_LABEL]``: the reward classifier
-fired and the operator, asked without waiting, has not answered yet; robot_rl.rewards.wrapper)
-is a tentative success: its episode ends and the loop goes on at once (the env resets, the robot
-moves), while that one transition is held back from the sink. Each step (and ``flush_pending``
-at the end of a run) reads the open answers; an answered transition goes to the sink then: a yes
-as it is, a no (or no answer in time, which the labeller counts as a reject) with reward 0 and
-truncated instead of terminated (``info[IF_REJECTED]`` says what the step is without the
-classifier's success), so the learner bootstraps and never sees the false reward. Only that
-last transition is held: the episode's earlier steps pay 0 and go on either way, so they go to
-the sink at once. It therefore reaches the sink after the next episode's first steps (the
-replay stores its frame anew, nothing else differs). The episode's figures wait for the answer
-too (``LoopStep.settled``). A held transition lives in memory only: ``flush_pending`` at the
-end of a run, or on its way out (Ctrl-C, an error), hands it on, unanswered as a reject; a
-process killed outright loses it (one transition per open question, at most ``label_timeout``
-old).
+A step awaiting a labeller's answer (``info[PENDING_LABEL]``, robot_rl.rewards.wrapper) ends its
+episode and the loop goes on at once, but that one transition is held back from the sink until
+answered: a yes goes as it is, a no (or no answer in time) with reward 0 and truncated instead of
+terminated (``info[IF_REJECTED]``). It reaches the sink after the next episode's first steps; the
+episode's figures wait too (``LoopStep.settled``). Held transitions live in memory only:
+``flush_pending`` (a run's end, Ctrl-C, an error) hands them on as rejects; a killed process
+loses them.
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
-"""Who says an evaluation episode succeeded on a robot, and who else saw it.
+"""Who says an evaluation episode on a robot succeeded, and who else saw it.
 
-``eval --hardware`` used to count an episode as a success when any reward source said so; a
-reward classifier that fires on the wrong frames then reported 60% for a policy the operator
-judged 0 of 10. Here exactly one source is the judge (``SOURCES``); the others that the run
-also has are witnesses, whose verdict is compared with the judge's at every episode's end: a
-disagreement is one warning line, and the report counts them per witness.
-
-Each source's verdict on an episode is whether it said success at any step: the classifier
-(``info["classifier_success"]``), the operator's success key or button
-(``info["operator_success"]``), or the task's own score (``info["task_success"]``, recorded by
-``TaskSuccessRecord`` beneath the other reward sources, which may overwrite
-``info["success"]``): a simulated cell's ground truth (evaluation only), or what a task scores
-from the robot's own readings (the car's laps).
-
-The judge's success ends the episode. A classifier that is only a witness ends nothing (it is
-built with ``ends_episodes=False``: a witness that fires at the first frame must not cut the
-episode the judge is watching); a witness's claim that does end one (the operator's press)
-leaves the verdict to the judge (unconfirmed: the episode was cut, a truncation). When another
-source says success and the operator has not, the operator gets ``operator_wait`` seconds to
-press, as a person does a moment later. Pure gymnasium: no ROS 2, no JAX.
+Exactly one source (``SOURCES``) is the judge; the run's other sources are witnesses, compared
+with the judge at every episode's end: a disagreement is one warning line, counted per witness
+in the report. A source's verdict is whether it said success at any step: the classifier
+(``info["classifier_success"]``), the operator (``info["operator_success"]``) or the task's own
+score (``info["task_success"]``, kept by ``TaskSuccessRecord``). The judge's success ends the
+episode; a witness classifier ends nothing (``ends_episodes=False``), and a witness that does end
+one (the operator's press) leaves the verdict to the judge. When another source says success and
+the operator has not, the operator gets ``operator_wait`` seconds to press. No ROS 2, no JAX.
 """
 
 from __future__ import annotations

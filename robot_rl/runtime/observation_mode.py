@@ -1,19 +1,13 @@
 """What a run observes and what scores it, as one set of options every command shares.
 
-``train``, ``actor``, ``learner``, ``up`` and ``record-demos`` take their cameras, image size,
-privileged state and robot mode from ``ObservationMode`` (their config classes derive from it),
-so the rule lives here once:
-
-- privileged state (the twin's object poses in the state vector) is on by default only when no
-  camera is given: a run with cameras learns from what a robot would see;
-- robot mode (``up robot`` sets it) observes and scores only what a robot's drivers publish: no
-  privileged state, no twin reading in reward, success or termination, so no ``/sim/`` topic;
-  a task whose scoring reads the twin then needs a reward source (a reward classifier or the
-  operator's success key or button), and a relabelling needs the operator to answer (the
-  twin's ground-truth labeller is refused up front).
-
-Checkpoints record the resolved mode (``metadata``) so that ``eval``, ``--resume`` and actors
-rebuild the same observation space. Pure Python: no JAX, MuJoCo or ROS import.
+The configs of ``train``, ``actor``, ``learner``, ``up`` and ``record-demos`` derive from
+``ObservationMode`` (cameras, image size, privileged state, robot mode). Privileged state (the
+twin's object poses) is on by default only without cameras. Robot mode observes and scores only
+what a robot's drivers publish (no privileged state, no twin reading, no ``/sim/`` topic): a task
+whose scoring reads the twin then needs a reward source (classifier or operator), and relabelling
+needs the operator (the twin's ground-truth labeller is refused). Checkpoints record the resolved
+mode so ``eval``, ``--resume`` and actors rebuild the same observation space. No JAX, MuJoCo or
+ROS import.
 """
 
 from __future__ import annotations

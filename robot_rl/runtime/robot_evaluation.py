@@ -1,18 +1,13 @@
 """Evaluation on a robot: ``robot-rl eval --checkpoint DIR --hardware FILE``.
 
-The checkpoint's policy acts on the robot through the ROS 2 backend, as the actor of ``up robot``
-does: the hardware file names the robot's and the cameras' namespaces and (unless
-``--no-start-drivers``) the driver nodes, which are started and brought to ``active`` first, as
-``up robot`` does, and stopped at the end (``runtime/driver_bringup.py``). The task runs in robot
-mode, so nothing reads a twin reading: one judge says each episode's success, the operator's key
-or button (``--operator``), the reward classifier (``--reward-classifier``) or the task where it
-scores from the robot's own readings; the other sources are witnesses whose disagreements are
-warned and counted (``runtime/eval_judge.py``). Only in a simulated cell, and only when asked
-(``--judge cell-ground-truth``), does the cell's ground truth judge, and the report says so.
-
-Every episode prints one progress line and appends one JSON line to the report as it ends, so an
-interrupted evaluation keeps what it measured; the last line is the summary (success rate with
-its 95% interval, return, episode length and time).
+The checkpoint's policy acts through the ROS 2 backend as ``up robot``'s actor does; the
+hardware file's drivers are started and stopped here (``runtime/driver_bringup.py``) unless
+``--no-start-drivers``. In robot mode one judge says each episode's success (``--operator``,
+``--reward-classifier`` or the task's score from the robot's readings) and the other sources are
+witnesses (``runtime/eval_judge.py``); a simulated cell's ground truth judges only when asked
+(``--judge cell-ground-truth``), and the report says so. Each episode prints a line and appends
+a JSON line to the report as it ends; the last line is the summary (success rate with its 95%
+interval, return, episode length and time).
 """
 
 from __future__ import annotations

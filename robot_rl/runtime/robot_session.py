@@ -1,17 +1,11 @@
 """A recording session on a robot: what ``record-demos --hardware`` and ``record-labels
 --hardware`` share.
 
-- The task env in robot mode over the ROS 2 backend, its namespaces and staleness bounds from
-  the hardware file (``robot_rl.stack.hardware_ros_config``, the same as ``up robot``'s actor),
-  on wall time, its node named after the command.
-- The hardware file's drivers brought up first and stopped at the end
-  (``robot_rl.runtime.driver_bringup.drivers_up``), unless ``--no-start-drivers`` says they
-  already run (``robot-rl up robot --hardware X --drivers-only`` in another terminal).
-- A reset that the robot refuses (the driver reconnecting to it, a service that does not
-  answer, sensors still stale) is tried again (``robot_rl.resets.retry``: bounded, each try
-  one line); a driver that died for good ends the session with its own error line.
-
-ROS 2 is imported only when a session starts.
+The task env in robot mode over the ROS 2 backend (namespaces and staleness bounds from the
+hardware file as for ``up robot``'s actor, wall time, its node named after the command); the
+file's drivers brought up and stopped (``driver_bringup.drivers_up``) unless
+``--no-start-drivers``; a refused reset retried (``robot_rl.resets.retry``); a driver dead for
+good ends the session with its own error line. ROS 2 is imported only when a session starts.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Runs a stack's processes (``robot_rl.stack.ProcessSpec``) and leaves none behind.
 
-Every child runs in its own process group (so Ctrl-C on the terminal reaches only the
-supervisor, which then stops the children in order) with its output in ``<log_dir>/<name>.log``.
-A child marked ``respawn`` is started again after ``respawn_delay`` when it dies, as
-launch_ros's ``respawn=True`` does; any other exit is reported to the caller. ``stop`` sends
-SIGINT to every group (each node's own clean shutdown: the learner checkpoints, drivers stop
-safely), waits up to ``grace`` seconds, then SIGKILLs the groups that remain.
-
-Their own sessions keep a terminal's Ctrl-C from reaching them twice, but also keep them alive
-when the supervisor dies without stopping them (SIGKILL, a crash). So on Linux each child asks
-the kernel for SIGINT when its parent dies (``PR_SET_PDEATHSIG``): the same clean stop that
-``stop`` sends. A child also starts with SIGINT at its default action, so that it can be
-stopped even when the supervisor itself runs with SIGINT ignored (a background job of a script).
+Each child runs in its own process group with its output in ``<log_dir>/<name>.log``, SIGINT at
+its default action and, on Linux, SIGINT when its parent dies (``PR_SET_PDEATHSIG``). A child
+marked ``respawn`` is started again after ``respawn_delay``; any other exit is reported to the
+caller. ``stop`` sends SIGINT to every group (each node's clean shutdown), waits up to ``grace``
+seconds, then SIGKILLs the groups that remain.
 """
 
 from __future__ import annotations

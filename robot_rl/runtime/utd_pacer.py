@@ -1,18 +1,10 @@
 """The actor's side of the update-to-data ratio: on a twin, wait for a learner that falls behind.
 
-The learner reports its critic updates and its lag in its ``status`` message (``Learner.lag``).
-When the lag passes ``max_lag`` the actor stops stepping until the learner has caught up
-completely (lag 0), then plays on: the ratio while the actor plays is the recipe's, give or take
-``max_lag`` transitions.
-
-Where it waits:
-
-- the in-process twin (``is_simulated``): between steps; nothing moves while nobody steps;
-- the twin's ROS 2 nodes (the ROS backend on ``/clock``): between steps, with the twin node
-  paused through its ``pause`` service, so its simulated time does not run on (and its physics
-  leaves the CPU to the learner) while the actor waits;
-- a real robot (the ROS backend on the wall clock): never. A robot keeps its control rate and
-  the learner's lag is reported instead; asking for pacing there is refused.
+When the learner's reported lag (``status``) passes ``max_lag`` the actor stops stepping until
+the lag is 0, so the ratio holds within ``max_lag`` transitions. The in-process twin waits
+between steps; the twin's ROS 2 nodes (on ``/clock``) wait with the twin node paused through its
+``pause`` service; a real robot (wall clock) never waits: it keeps its control rate, the lag is
+reported, and asking for pacing there is refused.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """The learner's write-ahead log of received transitions: what makes an acknowledgement true.
 
-The server appends every accepted batch here (and, with fsync, to the disk) before it
-acknowledges it. A checkpoint rotates the log; once the checkpoint holding everything in the
-older segments is written, those segments are deleted. After a crash the learner restores its
-newest checkpoint and replays the log on top, skipping what the checkpoint already holds (each
-actor's sequence cursor), so a transition is stored exactly once.
-
-The log directory also names the learner run (``run_id``): it is made with the directory and
-kept by ``--resume``, so actors can tell a resumed learner from a new run.
-
-Byte damage in the middle of a segment stops a resume with one line that names the file and
-the way out: ``repair`` (``robot-rl learner --repair-ingest-log --run-dir DIR``) keeps every
-intact batch of a damaged segment and says how many batches were dropped and which of each
-actor's sequence numbers they held (those are gone: the actors deleted what was acknowledged).
+The server appends every accepted batch (with fsync, to the disk) before acknowledging it. A
+checkpoint rotates the log; older segments are deleted once the checkpoint holding them is
+written. After a crash the learner restores its newest checkpoint and replays the log on top,
+skipping what each actor's sequence cursor says it holds: a transition is stored exactly once.
+The directory also names the learner run (``run_id``, kept by ``--resume``). Byte damage inside
+a segment stops a resume naming the file; ``repair`` (``robot-rl learner --repair-ingest-log``)
+keeps every intact batch and reports the dropped batches and their sequence numbers.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """The messages of the actor <-> learner protocol and the checks a received one must pass.
 
-Actor -> learner: ``hello`` (who it is, which task and spaces, which outbox, the learner run
-that outbox fed last and the first sequence number it still holds), ``transitions`` (a
-contiguous run of sequence-numbered transitions, each an encoded frame of its own), ``stats``
-(an episode's figures, not durable), ``heartbeat`` (still alive while idle). Learner -> actor:
-``welcome`` (the learner's run, the next sequence number it expects from this actor, the agent
-configuration), ``refused`` (why, and ``of`` which kind of message), ``ack``
-(everything below ``next_seq`` is durably stored), ``weights`` (versioned acting parameters),
-``status`` (how many received transitions training still owes updates, its lag, and how many
-critic updates it has done: what a paced actor waits on; ``updates`` is optional, so actors and
-learners of the previous release still understand each other and the version stays),
-``hello_first`` (the learner does not know this connection: after a learner restart).
-
-Every value is checked in the dtype it will be stored in (a reward of 1e300 is finite as a
-Python float and infinite as the replay's float32), and against ``value_bound``: a magnitude no
-sensor or reward function produces, so a broken or hostile one is refused before it is
-acknowledged, logged or trained on.
+Actor -> learner: ``hello`` (identity, task, spaces, outbox, the learner run it last fed, its
+first held sequence number), ``transitions`` (a contiguous run of sequence-numbered transitions,
+each encoded on its own), ``stats`` (an episode's figures, not durable), ``heartbeat``. Learner ->
+actor: ``welcome`` (run, next expected sequence number, agent config), ``refused`` (why, ``of``
+which message), ``ack`` (all below ``next_seq`` durably stored), ``weights`` (versioned acting
+parameters), ``status`` (updates owed, lag and, optional so the protocol version stays,
+``updates``), ``hello_first`` (an unknown connection). Every value is checked in the dtype it is
+stored in and against ``value_bound`` before it is acknowledged, logged or trained on.
 """
 
 from __future__ import annotations

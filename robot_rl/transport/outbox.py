@@ -1,28 +1,13 @@
 """The actor's disk-backed outbox: every transition is on disk before the network sees it.
 
-Transitions get consecutive sequence numbers and go into segment files (``seg-<first seq>.log``,
-durable logs: a crash loses at most the record being written). The sender reads from any
-sequence number on; the learner's acknowledgements move ``acked`` (everything below it is
-durably stored by the learner), and segments that hold only acknowledged transitions are
-deleted. An actor that restarts with the same outbox resumes its numbering and re-sends what
-was never acknowledged, so nothing is lost and the learner's sequence check drops duplicates.
-
-One process at a time owns an outbox (a lock file): two actors appending to one outbox would
-number different transitions alike. ``stream.json`` names the outbox (so the learner tells a
-restarted actor from a second one with the same id) and the learner run it last fed (so a new
-learner run is recognised as a new stream). On a full disk an append fails whole and may be
-retried; acknowledged segments, the active one included, are then deleted to make room.
-
-An acknowledgement record that cannot be true (``acked.json`` beyond what the segments hold, or
-unreadable) stops the outbox from opening with one line naming the file (``OutboxDamaged``):
-believing it would skip every unacknowledged transition and report nothing left to send. So
-does byte damage inside any segment (all are checked when the outbox opens, not when the
-sender first meets the damage).
-``repair`` (``robot-rl actor --repair-outbox``) keeps every intact record of a damaged segment,
-records the sequence numbers it lost in ``dropped.json`` (an acknowledgement that reaches a
-dropped range passes over it, and the actor's next hello tells the learner to go on after it),
-and resets an impossible acknowledgement record to the oldest transition held (the learner drops
-what it already has).
+Transitions get consecutive sequence numbers in durable segment files (``seg-<first seq>.log``);
+the learner's acknowledgements move ``acked`` and wholly acknowledged segments are deleted. A
+restarted actor resumes its numbering and re-sends what was never acknowledged (the learner drops
+duplicates). One process owns an outbox at a time (a lock file); ``stream.json`` names it and the
+learner run it last fed. An append fails whole (a full disk: acknowledged segments are deleted
+for room) and may be retried. An impossible ``acked.json`` or byte damage in any segment stops
+the opening with ``OutboxDamaged``; ``repair`` (``robot-rl actor --repair-outbox``) keeps intact
+records, lists lost sequence numbers in ``dropped.json`` and resets an impossible ``acked``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """The learner's side of the transport: one ROUTER socket served by a thread of its own.
 
-It answers ``hello`` with a ``welcome`` that carries this learner run's identity and the next
-sequence number it expects from that actor and, at once, the latest weights; it checks every
-transition against the task's spaces and value bound, appends accepted batches to the ingest
-log before acknowledging them, and hands them to the training loop through a queue. Anything
-malformed is refused, counted and logged with its peer; any other exception raised while
-handling a frame is caught, counted and logged too: one frame never stops this thread. A
-batch the ingest log cannot take (a full disk) is not acknowledged, so the actor keeps it and
-sends it again. Weights are broadcast to every welcomed connection.
-
-Sequence numbers are the actor's outbox numbering. An actor new to this run starts its stream
-at the first transition it still holds (``acked`` in its hello): after a new learner run, the
-history the old run acknowledged is gone from the actor and is not asked for again.
-
-The table of welcomed connections has a lifetime (issue 27): a connection silent for longer
-than ``forget_after`` (a few of the actors' one-second heartbeats) is forgotten, and its actor id
-is free for a new connection. Connections that have never sent a transition are bounded on
-their own (``max_idle``): when that part of the table is full, the one heard from longest ago
-gives way to the newcomer (a live one re-sends its hello), so connections that are gone, or
-that only said hello, can never lock a new robot out. Streaming connections are bounded by
-``max_peers``.
+``hello`` gets a ``welcome`` (the learner run's identity, the next sequence number expected from
+that actor: for an actor new to this run, its ``acked``) and the latest weights. Transitions are
+checked against the task's spaces and value bound; accepted batches go to the ingest log before
+they are acknowledged (a batch it cannot take is not acknowledged, so the actor re-sends), then
+to the training loop through a queue. A malformed frame, or any exception handling one, is
+counted and logged with its peer: no frame stops the thread. A welcomed connection silent for
+``forget_after`` is forgotten; those that never sent a transition are bounded by ``max_idle``
+(the longest silent gives way), streaming ones by ``max_peers``. Weights go to every welcomed one.
 """
 
 from __future__ import annotations

@@ -5,21 +5,12 @@ One ZeroMQ frame holds one message::
     MAGIC (4 bytes) | u32 little-endian uncompressed length | LZ4 block of msgpack(map)
     RAW_MAGIC (4 bytes) | u32 little-endian length | msgpack(map)
 
-The raw form is for messages whose payload is already compressed (a batch of transitions,
-each its own compressed frame): compressing them twice costs time and saves nothing.
-
-A numpy array travels as msgpack extension type 1 holding msgpack([dtype, shape, raw bytes]);
-only plain numeric dtypes are accepted, and the byte count must equal the shape's. Decoding
-never trusts a length: the declared size, every container and every array are bounded before
-anything is allocated, so a hostile or broken frame costs a ``WireError``, not the process:
-
-- an LZ4 body may expand to ``LZ4_FREE_BYTES``, and beyond that only ``MAX_RATIO`` times its
-  compressed size (LZ4 itself reaches ~255x, so a 64 KB frame could otherwise ask for 16 MB);
-  the encoder sends a body that would break this rule uncompressed (only blank images do);
-- msgpack containers hold at most ``MAX_CONTAINER_LEN`` (array) or ``MAX_MAP_LEN`` (map) entries,
-  and all containers of one message together ``MAX_ELEMENTS``: the message schema never needs
-  more (a batch is at most 4096 frames), and a body of millions of one-byte empty maps would
-  otherwise cost ~100 bytes of Python object per byte of body.
+The raw form carries payloads already compressed (a batch of transitions). A numpy array is
+msgpack extension type 1 holding [dtype, shape, raw bytes]: plain numeric dtypes only, the byte
+count matching the shape. Decoding bounds everything before it allocates, so a hostile or broken
+frame costs a ``WireError``: an LZ4 body expands to at most ``LZ4_FREE_BYTES`` or ``MAX_RATIO``
+times its size (the encoder sends a body beyond that uncompressed), a container holds at most
+``MAX_CONTAINER_LEN`` / ``MAX_MAP_LEN`` entries and a message ``MAX_ELEMENTS`` in all.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """The simulated cell's operator answers the actor's questions, as a person at a gamepad would.
 
-How a person knows a question is open: the actor shows it (``OperatorLabeler.ask`` on the joy
-device: one line on ``/operator/query``, ``question <n> open: the reward classifier says
-success ...``), on a display beside the robot. The alternative, pressing reject whenever the
-classifier's episode seems to end without success, would not work for a person: nothing on the
-robot shows that the classifier (rather than a timeout or the operator) ended an episode, and a
-press with no question open would be taken as the operator's own success or dropped. So the
-cell's operator watches the same line a real operator's display shows, looks at the scene
-(the world's ground truth: the cube held above the table, ``task.success``) when a question
-opens, and presses after a person's reaction time (``delay``, uniform): reject when the task is
-not done, success when it is. It never holds the arm: it only presses buttons, and the actor
-goes on meanwhile.
-
-A success the operator has just pressed for anyway (``SuccessPress``: it presses success on
-seeing the task done) already answers the question, so it presses no second time: a second
-press would pay the next episode. A question that closes first (answered, timed out) is not
-answered. A question it cannot judge (no fresh reading) it leaves unanswered: the timeout
-counts it as a reject.
-
-Pure Python (no ROS 2): ``cell_human`` feeds it the lines and the buttons' state.
+It reads the question lines on ``/operator/query`` (what a real operator's display shows), looks
+at the scene's ground truth (``task.success``) when a question opens, and after a reaction time
+(``delay``, uniform) presses reject or success; it never holds the arm. A success it has just
+pressed for anyway (``SuccessPress``) already answers, so it presses no second time. A question
+that closes first, or that it cannot judge (no fresh reading), stays unanswered: the timeout
+counts it as a reject. Pure Python: ``cell_human`` feeds it the lines and the buttons' state.
 """
 
 from __future__ import annotations

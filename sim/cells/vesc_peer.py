@@ -1,17 +1,11 @@
 """A VESC on a pseudo-terminal: the far end of the VESC node's serial port, written to the VESC
 protocol (``robot_rl.drivers.car.vesc_protocol``) and to nothing in the node.
 
-It answers COMM_GET_VALUES and COMM_GET_IMU_DATA from a drivetrain model and hands
-COMM_SET_DUTY, COMM_SET_RPM, COMM_SET_CURRENT(_BRAKE) and COMM_SET_SERVO_POS to it. The node
-opens ``link`` (a symlink to the pty's device, as a udev rule gives /dev/vesc), so the peer can
-go away (``unplug``: the pty closes, the link goes) and come back on a new pty (``plug``). For
-tests it can also fall silent (``silent``), garble answers (``corrupt_next``: a wrong CRC) and
-send a payload of the test's making, framed with a valid CRC, as its next answer to a request
-(``answer_next``: a truncated IMU answer, say).
-
-Two models: ``SimpleDrivetrain`` (the set-point is reached at once; the tachometer integrates
-the ERPM on the wall clock), for the driver's tests, and the car cell's twin model
-(``car_cell``), where the car twin's physics answers.
+It answers COMM_GET_VALUES and COMM_GET_IMU_DATA from a drivetrain model and hands it the
+COMM_SET_* commands. The node opens ``link`` (a symlink to the pty, as udev gives /dev/vesc), so
+the peer can ``unplug`` and ``plug`` again on a new pty; tests can make it ``silent``, garble an
+answer (``corrupt_next``) or send their own payload (``answer_next``). Models:
+``SimpleDrivetrain`` (set-point reached at once) and the car cell's twin (``car_cell``).
 """
 
 from __future__ import annotations

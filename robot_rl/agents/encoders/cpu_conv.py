@@ -1,23 +1,15 @@
 """A 2-D convolution with ``nn.Conv``'s parameters that steers clear of XLA CPU's slow paths.
 
-Two of XLA's CPU convolution kernels are far slower than the arithmetic they do (measured on
-this project's learner CPU, 128 images):
+- An input map smaller than the window (a 3x3 kernel on ResNet-10's last 2x2 map) is computed
+  as patches times the kernel: one matrix product.
+- The input gradient of a strided convolution is the sub-pixel form: for each of the stride's
+  phases, an unstrided convolution of the output gradient with that phase's kernel taps (the
+  same sums in another order), not a convolution over the zero-dilated gradient. The kernel's
+  gradient stays XLA's own.
 
-- A convolution whose input map is smaller than its window (a 3x3 kernel on ResNet-10's last
-  2x2 map, at 64x64 images) is rewritten with its operands swapped and ran about 150x slower
-  than the same arithmetic as one matrix product (1.9 s against 12 ms for 64 maps of 2x2x512):
-  93% of the frozen ResNet-10's forward. Here it is patches times the kernel.
-- The input gradient of a strided convolution is a convolution over the output gradient dilated
-  by the stride, which XLA runs on the inserted zeros: 49 ms for LeRobot's second layer (5x5,
-  stride 2, 32 to 32 channels on 29x29 maps), five times its forward and three quarters of the
-  trained trunk's backward. Here it is the sub-pixel form instead: for each of the stride's
-  phases (output rows and columns that share a remainder), an unstrided convolution of the
-  output gradient with the kernel taps of that phase (10.6 ms, the same sums in another order).
-  The kernel's gradient stays XLA's own.
-
-Both are XLA's workarounds. A ``Conv(onednn=True)`` on the CPU backend runs through oneDNN
-instead where its extension is available (``onednn_conv``). Every other convolution is
-``lax.conv_general_dilated``, and off the CPU nothing changes.
+``Conv(onednn=True)`` on the CPU backend runs through oneDNN where its extension is available
+(``onednn_conv``). Every other convolution is ``lax.conv_general_dilated``; off the CPU nothing
+changes.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """2-D convolutions on XLA's CPU backend run by oneDNN, the library PyTorch's CPU convolutions use.
 
-XLA's own CPU convolutions run LeRobot's conv trunk (forward and backward) at about half
-oneDNN's speed on this project's learner CPU, and XLA's CPU bf16 convolutions are slower than its
-f32 ones: they never reach the CPU's AMX or AVX512-BF16 units. Here the forward pass, the input
+For speed where XLA's own CPU convolutions (bf16 ones most) are slow. The forward pass, the input
 gradient and the kernel gradient are three XLA FFI calls (``onednn_conv.cc``) inside the jitted
-program: no host round trip, no copy, XLA still schedules everything around them.
-
-The extension is compiled on first use, once per source and jaxlib version, with the C++ compiler
-on the PATH against the ``onednn-cpu-gomp`` wheel's library, into ``$ROBOT_RL_CACHE`` (default
-``~/.cache/robot_rl``). Where it cannot be built or loaded (no compiler, no wheel, not x86-64
-Linux), ``available()`` says why and callers keep XLA's convolutions.
-
-Each call runs oneDNN on the calling XLA thread with half the CPUs' worth of OpenMP threads (one
-on the 2-core learner CPU, ``THREADS_ENV`` overrides): XLA runs independent convolutions (the
-cameras, the online and target encoders) side by side on its own threads, which on 2 cores was
-1.3x faster than giving every call both.
+program: no host round trip, no copy. The extension is compiled on first use, once per source
+and jaxlib version, with the C++ compiler on the PATH against the ``onednn-cpu-gomp`` wheel, into
+``$ROBOT_RL_CACHE`` (default ``~/.cache/robot_rl``); where it cannot be built or loaded,
+``available()`` says why and callers keep XLA's convolutions. Each call runs on the calling XLA
+thread with half the CPUs' worth of OpenMP threads (``THREADS_ENV`` overrides), so that XLA can
+run independent convolutions side by side.
 """
 
 from __future__ import annotations
