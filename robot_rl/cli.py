@@ -62,6 +62,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
             "RecordDemosConfig",
             "successful demonstration episodes as MCAP files (ROS 2 encoding) for --demo-path",
         ),
+        "import-demos": (
+            "ImportDemosConfig",
+            "a LeRobotDataset (folder or Hub) or a ROS 2 bag as MCAP demonstrations for "
+            "--demo-path",
+        ),
+        "export-demos": (
+            "ExportDemosConfig",
+            "MCAP demonstrations as a LeRobotDataset v3.0 folder, optionally pushed to the Hub",
+        ),
         "record-lap": (
             "RecordLapConfig",
             "one teleoperated car lap (odometry MCAP) and the car_lap checkpoints it gives",

@@ -6,7 +6,7 @@
 #
 # Installs: the Debian run-time libraries (EGL/Mesa for headless MuJoCo, libusb for RealSense)
 # when root, a virtualenv (.venv, or $ROBOT_RL_VENV) and
-# `pip install -e '.[dev,sim,torch,ros,hardware,cpu-fast,wandb]'` (versions: scripts/constraints.txt),
+# `pip install -e '.[dev,sim,torch,ros,hardware,cpu-fast,wandb,lerobot]'` (versions: scripts/constraints.txt),
 # then the ROS 2 launch tooling (launch, launch_ros, the ros2 CLI) where there are wheels of it
 # (../shared/wheels/ros2-launch, or $ROBOT_RL_LAUNCH_WHEELS, plus osrf-pycommon from PyPI; the
 # README's ROS 2 section says how to get them, or `ros2 launch` from a ROS 2 installation),
@@ -26,7 +26,7 @@ export ROBOT_RL_ROOT ROBOT_RL_VENV ROBOT_RL_LAUNCH_WHEELS
 # Bump when the install steps below change what they install (it is part of the stamp, so every
 # venv set up by this file reinstalls once); comments and messages need no bump.
 _ROBOT_RL_SETUP_REVISION=2
-_ROBOT_RL_EXTRAS="dev,sim,torch,ros,hardware,cpu-fast,wandb"
+_ROBOT_RL_EXTRAS="dev,sim,torch,ros,hardware,cpu-fast,wandb,lerobot"
 
 # The install steps run in a subshell so that a caller who sources this file keeps its own shell
 # options; a failure is still returned as this file's status.

@@ -28,22 +28,18 @@ from std_srvs.srv import SetBool, Trigger
 from robot_rl.envs.backend import Command, Reading, StaleReadingError
 from robot_rl.robot_kinds import resolve, robot_kind
 from robot_rl.ros import convert
-from robot_rl.ros.arm_contract import ARM_JOINTS
 from robot_rl.ros.background_node import call_service
 from robot_rl.ros.config import RosBackendConfig
 from robot_rl.ros.qos import command_qos, sensor_qos
+from robot_rl.ros.reading_entries import (
+    arm_joint_entries,
+    camera_entries,
+    gripper_entries,
+    pose_entries,
+    twist_entries,
+    wrench_entries,
+)
 from robot_rl.ros.sync import TopicHistory, synchronise
-
-
-def fit_image(image: np.ndarray, size: int) -> np.ndarray:
-    """Centre-crop to a square and resample (nearest) to ``size`` x ``size``."""
-    height, width = image.shape[:2]
-    if height == width == size:
-        return image
-    side = min(height, width)
-    top, left = (height - side) // 2, (width - side) // 2
-    index = (np.arange(size) * side / size).astype(int)
-    return image[top + index][:, left + index]
 
 
 class RosRobotBackend:
@@ -109,8 +105,7 @@ class RosRobotBackend:
         return history
 
     def _image_extractor(self, camera: str):
-        size = self.task.image_size
-        return lambda msg: {f"image/{camera}": fit_image(convert.image_to_rgb(msg), size)}
+        return camera_entries(camera, self.task.image_size)
 
     def _on_clock(self, msg: Clock) -> None:
         with self._clock:
@@ -246,20 +241,15 @@ class RosArmBackend(RosRobotBackend):
         config = config or RosBackendConfig()
         super().__init__(task, config, "/arm")
         t = self.topic
-        self._pose = self.subscribe(t("ee_pose"), PoseStamped, _pose_entries("tcp"))
-        self.subscribe(t("joint_states"), JointState, _arm_joint_entries)
-        self.subscribe(
-            t("ee_twist"), TwistStamped, lambda m: {"tcp_vel": convert.twist_stamped_to_array(m)}
-        )
-        self.subscribe(
-            t("ee_wrench"), WrenchStamped, lambda m: {"wrench": convert.wrench_stamped_to_array(m)}
-        )
-        self.subscribe(t("gripper/joint_states"), JointState, _gripper_entries)
+        # the conversions shared with ROS 2 bags (robot_rl.ros.reading_entries.ARM_TOPICS)
+        self._pose = self.subscribe(t("ee_pose"), PoseStamped, pose_entries("tcp"))
+        self.subscribe(t("joint_states"), JointState, arm_joint_entries)
+        self.subscribe(t("ee_twist"), TwistStamped, twist_entries)
+        self.subscribe(t("ee_wrench"), WrenchStamped, wrench_entries)
+        self.subscribe(t("gripper/joint_states"), JointState, gripper_entries)
         objects = config.objects if config.objects is not None else _privileged_objects(task)
         for name in objects:
-            self.subscribe(
-                f"/sim/objects/{name}/pose", PoseStamped, _pose_entries(f"object/{name}")
-            )
+            self.subscribe(f"/sim/objects/{name}/pose", PoseStamped, pose_entries(f"object/{name}"))
         self._pose_pub = self.node.create_publisher(PoseStamped, t("cmd/ee_pose"), command_qos())
         self._gripper_pub = self.node.create_publisher(Float64, t("cmd/gripper"), command_qos())
         self._quat = np.array([0.0, 1.0, 0.0, 0.0])
@@ -386,24 +376,6 @@ class RosCarBackend(RosRobotBackend):
             "the ROS backend cannot place the car; call reset_robot() (the twin node's reset "
             "service runs the task's reset procedure)"
         )
-
-
-def _pose_entries(prefix: str):
-    def extract(msg: PoseStamped) -> Reading:
-        pos, quat = convert.msg_to_pose(msg)
-        return {f"{prefix}_pos": pos, f"{prefix}_quat": quat}
-
-    return extract
-
-
-def _arm_joint_entries(msg: JointState) -> Reading:
-    pos, vel, _ = convert.joint_state_to_arrays(msg, ARM_JOINTS)
-    return {"joint_pos": pos, "joint_vel": vel}
-
-
-def _gripper_entries(msg: JointState) -> Reading:
-    pos, _, _ = convert.joint_state_to_arrays(msg, ["gripper"])
-    return {"gripper_pos": np.clip(pos, 0.0, 1.0)}
 
 
 def _privileged_objects(task) -> tuple[str, ...]:

@@ -53,6 +53,23 @@ class TeleopMapping:
         if min(self.intervene_button, self.close_button, self.open_button) < 0:
             raise ValueError("button indices must be >= 0")
 
+    def action(self, deflection, buttons) -> np.ndarray | None:
+        """The action in [-1, 1] from a twist's 6 deflections (None: no twist) and the buttons'
+        states; None when a value is not finite (a broken device message never steers). The
+        live source and recorded bags (``robot_rl.data.ros_bag_demos``) both map through it."""
+        deflection = np.zeros(6) if deflection is None else np.asarray(deflection, np.float64)
+        close, release = _button(buttons, self.close_button), _button(buttons, self.open_button)
+        grip = float(close) - float(release)
+        action = np.zeros(len(self.axes), np.float32)
+        for i, axis in enumerate(self.axes):
+            if axis == "gripper":
+                action[i] = grip
+            elif axis != "none":
+                action[i] = deflection[TWIST_FIELDS.index(axis)]
+        if not np.all(np.isfinite(action)):
+            return None
+        return np.clip(action, -1.0, 1.0)
+
 
 def _button(buttons, index: int) -> bool:
     return index < len(buttons) and bool(buttons[index])
@@ -96,23 +113,13 @@ class RosTeleopSource(BackgroundNode):
             twist, joy = self._fresh(self._twist, now), self._fresh(self._joy, now)
         if twist is None and joy is None:
             return None
-        deflection = twist[0] if twist is not None else np.zeros(6)
         buttons = joy[0] if joy is not None else ()
-        m = self.mapping
-        grip = float(_button(buttons, m.close_button)) - float(_button(buttons, m.open_button))
-        action = np.zeros(len(m.axes), np.float32)
-        for i, axis in enumerate(m.axes):
-            if axis == "gripper":
-                action[i] = grip
-            elif axis != "none":
-                action[i] = deflection[TWIST_FIELDS.index(axis)]
-        if not np.all(np.isfinite(action)):
-            return None  # a broken device message never steers
+        action = self.mapping.action(twist[0] if twist is not None else None, buttons)
+        if action is None:
+            return None
         stamp = max(entry[1] for entry in (twist, joy) if entry is not None)
         return OperatorCommand(
-            action=np.clip(action, -1.0, 1.0),
-            button=_button(buttons, m.intervene_button),
-            stamp=stamp,
+            action=action, button=_button(buttons, self.mapping.intervene_button), stamp=stamp
         )
 
     def reset(self) -> None:
