@@ -23,14 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 REACHED = 0.006
@@ -48,7 +45,7 @@ def emit(**line) -> None:
 
 def moved_at(arm, since: float, origin: np.ndarray, distance: float, timeout: float) -> float:
     """Receive time of the first ee_pose after ``since`` at least ``distance`` from origin."""
-    from franka_harness import wait_for
+    from robot_rl.sim.cells.franka_harness import wait_for
 
     def first():
         with arm._lock:
@@ -63,7 +60,7 @@ def moved_at(arm, since: float, origin: np.ndarray, distance: float, timeout: fl
 def still_from(arm, since: float, window: float = 0.2, tolerance: float = 0.001) -> float:
     """Start of the first ``window`` after ``since`` in which the TCP moved less than
     ``tolerance`` (waits for it)."""
-    from franka_harness import wait_for
+    from robot_rl.sim.cells.franka_harness import wait_for
 
     def find():
         with arm._lock:
@@ -117,7 +114,7 @@ def measure_latency(arm, repeats: int) -> None:
 
 
 def measure_tracking(arm, seconds: float) -> None:
-    from franka_harness import wait_for
+    from robot_rl.sim.cells.franka_harness import wait_for
 
     centre = go_to(arm, [0.5, 0.0, 0.4])
     commanded: list[tuple[float, np.ndarray]] = []
@@ -192,7 +189,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    from franka_harness import ArmClient, Driver, Peer, loopback_host, wait_for
+    from robot_rl.sim.cells.franka_harness import ArmClient, Driver, Peer, loopback_host, wait_for
 
     repeats = 2 if args.quick else args.repeats
     watchdog_timeout = 0.3

@@ -18,15 +18,12 @@ import argparse
 import contextlib
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -53,12 +50,11 @@ def main() -> None:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
     from diagnostic_msgs.msg import DiagnosticArray
-    from franka_harness import ArmClient, loopback_host, wait_for
-    from process_helpers import CellProcesses
     from sensor_msgs.msg import Image
-    from test_fr3_sim_cell import cell_hardware
 
     from robot_rl.ros.convert import from_stamp
+    from robot_rl.sim.cells.franka_harness import ArmClient, cell_hardware, loopback_host
+    from robot_rl.sim.cells.processes import CellProcesses, wait_for
 
     logs = Path(tempfile.mkdtemp(prefix="fr3_cell_bench"))
     processes = CellProcesses(

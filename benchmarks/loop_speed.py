@@ -29,12 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import jax
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from robot_rl.agents.random_batches import random_batch
 from robot_rl.agents.sac import SACAgent

@@ -14,11 +14,8 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import jax
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.random_batches import random_batch

@@ -1,3 +1,3 @@
 """ROS 2 nodes for real hardware: one folder per device kind (``arms/``, ``cameras/``,
-``car/``, ``teleop/``), one node per file (a config dataclass plus a node), each registered by
-name in ``robot_rl.drivers.registry``."""
+``car/``, ``teleop/``), one node per file; each folder's ``configs.py`` holds its devices'
+config dataclasses, registered by name in ``robot_rl.drivers.registry``."""

@@ -270,11 +270,7 @@ def _node_rate(node: DriverNode) -> float | None:
 
     from robot_rl.drivers.registry import DEVICES
 
-    try:  # the driver's own default (its module imports ROS 2 and may import its device)
-        config = DEVICES[node.device_type].load().CONFIG
-    except ImportError:
-        return None
-    return _first_rate({f.name: f.default for f in fields(config)})
+    return _first_rate({f.name: f.default for f in fields(DEVICES[node.device_type].config)})
 
 
 def _device_type(where: _Where, raw: dict, key: str):
@@ -300,14 +296,8 @@ def _device_type(where: _Where, raw: dict, key: str):
 
 
 def _check_parameter_names(where: _Where, device, parameters: dict, key: str) -> None:
-    """Unknown parameter names are refused here rather than ignored by the node. Skipped where
-    the driver's libraries are not installed (the file can still be written and checked)."""
-    try:
-        known = device.parameter_names()
-    except ImportError as error:
-        if (error.name or "").startswith("robot_rl"):
-            raise
-        return
+    """Unknown parameter names are refused here rather than ignored by the node."""
+    known = device.parameter_names()
     unknown = sorted(set(parameters) - set(known) - {"use_sim_time", "autostart"})
     if unknown:
         where.fail(

@@ -90,7 +90,7 @@ def test_the_cells_operator_rejects_a_false_success_and_confirms_a_real_one_over
     from robot_rl.ros.operator_buttons import QUERY_TOPIC, JoyOperator
     from robot_rl.ros.qos import sensor_qos
     from robot_rl.sim.cells.cell_human import CellHumanNode
-    from robot_rl.sim.cells.fr3_cell import CUBE_TOPIC
+    from robot_rl.sim.cells.topics import CUBE_TOPIC
 
     context = rclpy.Context()
     rclpy.init(context=context)

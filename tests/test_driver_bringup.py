@@ -138,8 +138,7 @@ def test_up_drivers_only_starts_the_drivers_alone_passes_ros_args_and_stops_on_s
 def test_up_drivers_only_on_the_fr3_cell_stops_on_ctrl_c(tmp_path):
     pytest.importorskip("franky")
     pytest.importorskip("franky_sim")
-    from franka_harness import loopback_host
-    from test_fr3_sim_cell import cell_hardware
+    from robot_rl.sim.cells.franka_harness import cell_hardware, loopback_host
 
     hardware = cell_hardware(loopback_host(29), tmp_path)
     up = UpStack(

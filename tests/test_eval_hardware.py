@@ -243,8 +243,7 @@ def test_in_the_fr3_cell_the_ground_truth_may_judge_and_the_report_says_so(tmp_p
     classifier that fires on every frame is a witness, warned against at each episode."""
     pytest.importorskip("franky")
     pytest.importorskip("franky_sim")
-    from franka_harness import loopback_host
-    from test_fr3_sim_cell import cell_hardware
+    from robot_rl.sim.cells.franka_harness import cell_hardware, loopback_host
 
     hardware = cell_hardware(loopback_host(31), tmp_path)
     checkpoint = robot_checkpoint(tmp_path / "run", str(hardware))

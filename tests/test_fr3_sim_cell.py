@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,20 +19,10 @@ pytest.importorskip("franky_sim")
 pytest.importorskip("mujoco")
 pytest.importorskip("rclpy")
 
-from franka_harness import ArmClient, loopback_host
 from process_helpers import CellProcesses, wait_for
 from ros_helpers import Watcher
 
-ROOT = Path(__file__).resolve().parents[1]
-HARDWARE = ROOT / "hardware" / "fr3_sim.yaml"
-
-
-def cell_hardware(host: str, directory: Path) -> Path:
-    """``hardware/fr3_sim.yaml`` with the cell on ``host`` instead of its default address."""
-    text = HARDWARE.read_text().replace("127.13.0.1", host)
-    path = directory / "fr3_sim.yaml"
-    path.write_text(text)
-    return path
+from robot_rl.sim.cells.franka_harness import ArmClient, cell_hardware, loopback_host
 
 
 def _image(msg) -> np.ndarray:

@@ -20,7 +20,7 @@ pytest.importorskip("franky")
 pytest.importorskip("franky_sim")
 pytest.importorskip("rclpy")
 
-from franka_harness import ArmClient, Driver, Peer, loopback_host, wait_for
+from robot_rl.sim.cells.franka_harness import ArmClient, Driver, Peer, loopback_host, wait_for
 
 WORKSPACE_MIN = [0.3, -0.15, 0.2]
 WORKSPACE_MAX = [0.7, 0.15, 0.6]

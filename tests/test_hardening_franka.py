@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("franky")
 pytest.importorskip("franky_sim")
 
-from franka_harness import DOWN, Peer, loopback_host, wait_for
+from robot_rl.sim.cells.franka_harness import DOWN, Peer, loopback_host, wait_for
 
 HOME = np.array([0.554, 0.0, 0.521])
 

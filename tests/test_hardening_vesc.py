@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("rclpy")
 pytest.importorskip("serial")
 
-from franka_harness import wait_for
+from process_helpers import wait_for
 from test_vesc_driver import Car, forward, keep_driving
 
 from robot_rl.drivers.car import vesc_protocol as proto

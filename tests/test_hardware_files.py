@@ -1,14 +1,25 @@
 """Hardware files name their devices by registry type: the console script and role follow from
-it, and a parameter the driver does not have is refused at load time, not ignored by the node."""
+it, and a parameter the driver does not have is refused at load time (without ROS 2), not ignored
+by the node. The registry and pyproject's console scripts agree."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from robot_rl.drivers.registry import DEVICES
 from robot_rl.hardware import HardwareError, load_hardware, parse_hardware
+
+_SECTION = (Path(__file__).parents[1] / "pyproject.toml").read_text().split("[project.scripts]")[1]
+SCRIPTS = dict(re.findall(r'^([\w-]+)\s*=\s*"([\w.:]+)"', _SECTION.split("\n[")[0], re.M))
+NOT_DRIVER_SCRIPTS = {"robot-rl", "robot-rl-arm-twin", "robot-rl-car-twin", "robot-rl-camera-twin"}
+"""Console scripts that are no device: the CLI and the twin's nodes."""
 
 
 def _file(*nodes):
@@ -49,17 +60,41 @@ def test_a_wrong_type_is_refused_naming_the_key(node, key, words):
 def test_every_registered_device_has_a_config_and_a_node(name):
     pytest.importorskip("rclpy")
     device = DEVICES[name]
-    module = device.load()
-    assert device.parameter_names(), f"{name}: CONFIG has no fields"
-    assert isinstance(module.NODE, type) and callable(module.main)
+    assert device.parameter_names(), f"{name}: its config has no fields"
+    assert device.node_class().config_class is device.config
+
+
+def test_every_registered_device_has_its_console_script_and_every_driver_script_a_device():
+    for device in DEVICES.values():
+        target = SCRIPTS.get(device.executable)
+        assert target, f"{device.name}: {device.executable} is not in [project.scripts]"
+        module = target.split(":")[0]
+        assert importlib.util.find_spec(module), f"{device.executable}: no module {module}"
+    drivers = {name for name in SCRIPTS if name not in NOT_DRIVER_SCRIPTS}
+    assert drivers == {d.executable for d in DEVICES.values()}
+
+
+def test_the_hardware_check_runs_without_ros(tmp_path):
+    """Parameters are checked against the light config modules, never the driver nodes."""
+    path = tmp_path / "cell.yaml"
+    path.write_text(json.dumps(_file({**ARM, "parameters": {"stifness": 10.0}})))  # YAML too
+    blocked = ["rclpy", "mujoco", "torch", "franky", "pyrealsense2", "cv2", "hid", "evdev"]
+    code = (
+        f"import sys; sys.modules.update(dict.fromkeys({blocked!r}))\n"
+        "from robot_rl.hardware import HardwareError, load_hardware\n"
+        f"for shipped in {[str(p) for p in HARDWARE_FILES]!r}: load_hardware(shipped)\n"
+        f"try: load_hardware({str(path)!r})\n"
+        "except HardwareError as error: print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(
+        f"{path}: nodes[0].parameters: franka has no parameters ['stifness']; it has robot_ip,"
+    )
+    assert len(done.stdout.splitlines()) == 1
 
 
 def test_a_parameter_the_driver_does_not_have_is_refused():
-    pytest.importorskip("rclpy")
-    try:
-        DEVICES["franka"].parameter_names()
-    except (ImportError, AttributeError):
-        pytest.skip("the franka driver's libraries are not installed")
     node = {**ARM, "parameters": {"robot_ip": "127.0.0.1", "stifness": 10.0}}
     with pytest.raises(
         HardwareError,
@@ -74,7 +109,6 @@ HARDWARE_FILES = sorted((Path(__file__).parents[1] / "hardware").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", HARDWARE_FILES, ids=lambda p: p.name)
 def test_every_shipped_hardware_file_is_valid_and_names_registered_devices(path):
-    pytest.importorskip("rclpy")  # parameter names are checked against the drivers' configs
     hardware = load_hardware(path)
     assert all(node.device_type in DEVICES for node in hardware.nodes), hardware.nodes
     assert any(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from franka_harness import wait_for
+from process_helpers import wait_for
 from ros_helpers import Spinner
 
 rs = pytest.importorskip("pyrealsense2")

@@ -23,10 +23,10 @@ pytest.importorskip("franky_sim")
 pytest.importorskip("mujoco")
 pytest.importorskip("rclpy")
 
-from franka_harness import ArmClient, loopback_host
 from process_helpers import ROBOT_RL, UP_ROBOT_TINY, CellProcesses, Proc, run_cli, wait_for
 from ros_helpers import Spinner
-from test_fr3_sim_cell import cell_hardware
+
+from robot_rl.sim.cells.franka_harness import ArmClient, cell_hardware, loopback_host
 
 OPERATOR = "/teleop/simulated_human"
 LOADED_MACHINE = ["--ros.max-age", "0.6"]

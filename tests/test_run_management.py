@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from process_helpers import ROBOT_RL, Proc, process_env, run_cli
 
-from robot_rl.runtime.progress import JobProgress, format_seconds
+from robot_rl.runtime.progress import Every, JobProgress, PerSecond, format_seconds, on_stop
 
 TINY_GYM = ["train", "--backend", "gym", "--env-id", "Pendulum-v1", "--eval-episodes", "1",
             "--agent.num-critics", "2", "--agent.hidden-dims", "32", "32", "--batch-size", "32",
@@ -66,6 +66,21 @@ def test_progress_off_a_terminal_is_one_line_per_update_with_an_eta():
     assert lines[-1].startswith("eval 10/10 episodes (100%)") and "ETA 0s" in lines[-1]
     assert 3 <= len(lines) <= 5
     assert format_seconds(3725) == "1h02m" and format_seconds(None) == "?"
+
+
+def test_the_loops_bookkeeping_keeps_its_grid_its_rates_and_its_final_save():
+    steps = Every(500, start=523)  # a run resumed at step 523 logs at 1000, 1500, ...
+    assert [s for s in range(524, 2001) if steps.due(s)] == [1000, 1500, 2000]
+    seconds = Every(5.0, 100.0, grid=False)  # 5 s after the start, then after each line
+    assert [t for t in (104.0, 105.5, 108.0, 110.6) if seconds.due(t)] == [105.5, 110.6]
+    now = [0.0]
+    rate = PerSecond(10, clock=lambda: now[0])
+    now[0] = 2.0
+    assert rate(30) == 10.0 and rate(30) == 0.0
+    saved = []
+    with pytest.raises(KeyboardInterrupt), on_stop(lambda: saved.append("checkpoint")):
+        raise KeyboardInterrupt
+    assert saved == ["checkpoint"]
 
 
 def test_recording_and_classifier_training_show_progress_with_an_eta(tmp_path, capsys):

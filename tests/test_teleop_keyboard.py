@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from process_helpers import Proc
 
-from robot_rl.drivers.teleop.keyboard import KeyboardState
+from robot_rl.drivers.teleop.keyboard_state import KeyboardState
 
 
 def test_keys_move_for_their_hold_time_and_opposites_cancel():

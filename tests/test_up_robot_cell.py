@@ -23,10 +23,10 @@ pytest.importorskip("mujoco")
 pytest.importorskip("rclpy")
 pytest.importorskip("psutil")
 
-from franka_harness import ArmClient, loopback_host
 from process_helpers import UP_ROBOT_TINY, UpStack, wait_for
 from ros_helpers import Diagnostics
-from test_fr3_sim_cell import cell_hardware
+
+from robot_rl.sim.cells.franka_harness import ArmClient, cell_hardware, loopback_host
 
 CAMERAS = ("front", "wrist")
 SIZE = 64

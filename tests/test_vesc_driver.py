@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("rclpy")
 pytest.importorskip("serial")
 
-from franka_harness import wait_for
+from process_helpers import wait_for
 from ros_helpers import Spinner
 
 from robot_rl.drivers.car import vesc_protocol as proto

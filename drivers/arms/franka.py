@@ -1,43 +1,19 @@
-"""Franka FR3/Panda arm driver: the arm's topic contract (docs/ARCHITECTURE.md) over libfranka, so
-the actor's ROS backend cannot tell it from the arm twin.
+"""Franka FR3/Panda arm driver: the arm's topic contract (docs/ARCHITECTURE.md) over libfranka
+through franky, so the actor's ROS backend cannot tell it from the arm twin.
 
     robot-rl-franka --ros-args -r __ns:=/arm -p robot_ip:=172.16.0.2
 
-Publishes (sensor-data QoS, ``state_hz``): ``joint_states`` (joint1..joint7: position,
-velocity, measured torque), ``ee_pose`` and ``ee_twist`` (frame ``base``), ``ee_wrench`` (the
-external wrench estimate, frame ``flange``), ``gripper/joint_states`` (one joint, ``gripper``:
-0 open .. 1 closed); ``/diagnostics`` at ``diagnostics_hz``. Subscribes ``cmd/ee_pose`` and
-``cmd/gripper`` (reliable, depth 1). Services: ``reset`` (Trigger: to ``reset_pose``),
-``estop`` (SetBool), ``clear_error`` (Trigger: automatic error recovery after a reflex).
-
-Library: franky (``franky-control`` 2.0.0) rather than pylibfranka. franky wraps the same
-libfranka (0.21.2, bundled in its wheel) and adds what this node needs and pylibfranka leaves
-to the caller: a Cartesian impedance controller that runs its 1 kHz torque loop in C++ and takes
-a new reference from any thread (``CartesianImpedanceTrackingMotion``), so Python never has to
-meet the real-time deadline (a pylibfranka control callback is Python, 1000 times a second),
-plus the gripper and ``recover_from_errors``. It speaks franky-sim's protocol (version 10) as
-installed, so the tests run the real client against a real protocol peer.
-
-Safety, in order: a command that fails ``franka_safety``'s checks (age: ``command_max_age``) is
-refused and never reaches libfranka; a valid target is clipped into the node's
-``workspace_min``/``workspace_max`` box and limited to ``max_step_translation`` /
-``max_step_rotation`` from the measured pose; the Cartesian impedance controller
-(``cartesian_impedance``; compliant: the arm yields to contact) sees at most
-``translational_error_clip`` / ``rotational_error_clip`` of error; the watchdog holds the arm
-where it is when no valid command arrived for ``watchdog_timeout``; ``estop`` stops at once
-(libfranka's stop) and refuses motion until released; a reflex or motion error latches a fault
-until ``clear_error``.
-
-Lifecycle: configure connects (one clear line when the robot does not answer), activate starts
-the controller holding the current pose, deactivate stops the arm (libfranka's stop) and
-refuses commands, cleanup disconnects. A lost connection is retried every
-``reconnect_period``; the arm then holds until a fresh command.
+Publishes ``joint_states``, ``ee_pose``, ``ee_twist``, ``ee_wrench`` and ``gripper/joint_states``
+(sensor-data QoS) and ``/diagnostics``; subscribes ``cmd/ee_pose`` and ``cmd/gripper`` (reliable,
+depth 1); services ``reset``, ``estop`` and ``clear_error``. A stale or malformed command is
+refused (``franka_safety``), a valid target clipped into the workspace box and per-step limits;
+the watchdog holds the arm when commands stop. Configure connects, activate holds the current
+pose, deactivate stops the arm, cleanup disconnects.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
@@ -47,6 +23,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from robot_rl.drivers.arms.configs import FrankaConfig
 from robot_rl.drivers.arms.franka_link import FrankaLink
 from robot_rl.drivers.arms.franka_safety import (
     Workspace,
@@ -54,7 +31,6 @@ from robot_rl.drivers.arms.franka_safety import (
     pose_command_reason,
 )
 from robot_rl.drivers.arms.franka_state import ArmState
-from robot_rl.drivers.config import length, non_negative, param, positive
 from robot_rl.ros.arm_contract import ARM_JOINTS, BASE_FRAME, FLANGE_FRAME, GRIPPER_JOINT
 from robot_rl.ros.convert import (
     array_to_twist_stamped,
@@ -68,112 +44,11 @@ from robot_rl.ros.convert import (
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
 
-six_positive = (lambda v: len(v) == 6 and all(x > 0 for x in v), "must be 6 values, all > 0")
-unit_interval = (lambda v: 0.0 < v < 1.0, "must lie in (0, 1)")
-at_least_100 = (lambda v: v >= 100.0, "must be >= 100 (the topic contract's minimum rate)")
-
-
-@dataclass(frozen=True)
-class FrankaConfig:
-    robot_ip: str = param("172.16.0.2", "address of the robot's control box (FCI)")
-    gripper: bool = param(True, "connect to the Franka Hand and serve cmd/gripper")
-    connect_timeout: float = param(
-        5.0, "configure fails when the robot has not answered within this many seconds", positive
-    )
-    reconnect_period: float = param(
-        1.0, "seconds between reconnection attempts after the connection is lost", positive
-    )
-    state_hz: float = param(200.0, "rate of the state topics (Hz)", at_least_100)
-    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
-    command_max_age: float = param(
-        0.2, "refuse a command whose stamp is older than this (s)", positive
-    )
-    watchdog_timeout: float = param(
-        0.3,
-        "hold the arm where it is when no valid pose command arrived within this many seconds",
-        positive,
-    )
-    workspace_min: tuple = param(
-        [0.25, -0.4, 0.05], "lower corner of the box the target stays in (base frame, m)", length(3)
-    )
-    workspace_max: tuple = param(
-        [0.8, 0.4, 0.7], "upper corner of the box the target stays in (base frame, m)", length(3)
-    )
-    max_step_translation: float = param(
-        0.03,
-        "a command moves the target at most this far from the measured TCP position (m)",
-        positive,
-    )
-    max_step_rotation: float = param(
-        0.2,
-        "a command turns the target at most this far from the measured TCP orientation (rad)",
-        positive,
-    )
-    cartesian_impedance: tuple = param(
-        [2000.0, 2000.0, 2000.0, 150.0, 150.0, 150.0],
-        "stiffness of the Cartesian impedance controller, "
-        "critically damped: x, y, z (N/m), roll, pitch, yaw "
-        "(Nm/rad)",
-        six_positive,
-    )
-    translational_error_clip: float = param(
-        0.01,
-        "the controller sees at most this position error per axis (m): bounds force and speed",
-        positive,
-    )
-    rotational_error_clip: float = param(
-        0.05, "the controller sees at most this orientation error per axis (rad)", positive
-    )
-    torque_threshold: float = param(
-        20.0, "collision reflex threshold on joint torques (Nm)", positive
-    )
-    force_threshold: float = param(
-        30.0, "collision reflex threshold on the Cartesian force (N)", positive
-    )
-    reset_pose: tuple = param(
-        [0.55, 0.0, 0.5, 0.0, 1.0, 0.0, 0.0],
-        "pose the reset service moves to: x, y, z (m), quaternion w, x, y, z",
-        length(7),
-    )
-    reset_speed: float = param(0.1, "speed of the reset motion's reference (m/s)", positive)
-    reset_timeout: float = param(
-        15.0,
-        "the reset service fails when the pose is not reached within this many seconds",
-        positive,
-    )
-    home_joints: tuple = param(
-        [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785],
-        "joint configuration (rad) a joint reset moves to, before the reset pose: the arm's "
-        "ready pose, high above the table",
-        length(7),
-    )
-    joint_reset_drift: float = param(
-        0.3,
-        "at the reset pose, joints farther than this (rad) from where the last joint reset "
-        "left them there have drifted in the null space: the arm goes to home_joints and the "
-        "reset runs again (0: no joint moves; franka_joint_reset)",
-        non_negative,
-    )
-    joint_reset_speed: float = param(
-        0.1, "a joint reset's speed, as a share of the arm's joint limits", unit_interval
-    )
-    nullspace_stiffness: float = param(
-        10.0,
-        "joint stiffness (Nm/rad) that pulls the arm's posture towards home_joints in the "
-        "Cartesian controller's null space (franky's PostureTask; 10 is franka_ros's Cartesian "
-        "impedance example's default): the elbow stays put between resets, so the cameras see "
-        "the same arm; the TCP task is unchanged to first order (0: none, the elbow drifts)",
-        non_negative,
-    )
-    gripper_threshold: float = param(
-        0.5, "cmd/gripper at or above this closes the hand (grasp), below opens it", unit_interval
-    )
-    gripper_speed: float = param(0.1, "finger speed (m/s)", positive)
-    gripper_force: float = param(40.0, "grasping force (N)", positive)
-
 
 class FrankaDriver(DeviceNode):
     """See the module docstring."""
+
+    config_class = FrankaConfig
 
     def __init__(self, **kwargs):
         super().__init__("franka", **kwargs)
@@ -382,8 +257,6 @@ class FrankaDriver(DeviceNode):
         )
 
 
-CONFIG = FrankaConfig
-NODE = FrankaDriver
 main = main_for(FrankaDriver)
 
 if __name__ == "__main__":

@@ -1,26 +1,12 @@
-"""The lifecycle, threading, publishing and diagnostics that every camera driver node shares; a
-driver brings a ``CameraSource`` (how to open the device and read frames from it).
+"""What every camera driver node shares: lifecycle, reader thread, publishing and diagnostics;
+a driver brings a ``CameraSource`` (how to open the device and read frames from it).
 
-Topics, relative to the node's namespace, as the twin's camera node publishes them (so a driver
-is a drop-in replacement): ``image_raw`` (rgb8, or mono8 for a grey camera) and ``camera_info``,
-and with a depth stream ``depth/image_raw`` (16UC1, millimetres) and ``depth/camera_info``, all on
-sensor-data QoS; ``/diagnostics`` at ``diagnostics_hz``.
-
-Lifecycle: configure opens the device (a missing one fails the transition with one line that
-says which and what is connected) and starts the reader thread; activate starts publishing;
-deactivate stops publishing (the device keeps streaming, so activating again is immediate);
-cleanup closes the device. A reader thread, not a timer, waits on the device: a frame is
-published as soon as it arrives. When no frame comes within ``stall_timeout`` the source is
-reported stalled; after ``reconnect_after`` the device is closed and reopened every
-``reconnect_period`` until it streams again. Each frame is published at most once, and only if
-``FreshnessGate`` passes it, so a stale or repeated frame never reaches a subscriber.
-
-The reader is a ``SupervisedLoop`` (``robot_rl.drivers.supervision``): any exception in it (a
-library's surprise, a frame no check foresaw) is an ERROR on /diagnostics naming it
-(``thread_faults``, ``last_fault``) and the device is closed and reopened; the thread never
-dies. A frame whose pixels do not fit its encoding (dtype, channels, an empty or truncated
-image) or whose stamp is not finite is refused before it reaches any subscriber, counted in
-``refused_frames`` and named in ``last_drop``.
+Topics, as the twin's camera node publishes them: ``image_raw`` and ``camera_info``, with depth
+``depth/image_raw`` (16UC1, mm) and ``depth/camera_info``, on sensor-data QoS; ``/diagnostics``.
+Configure opens the device (a missing one fails in one line), activate publishes, deactivate
+stops publishing, cleanup closes it. A stalled source is reported, then closed and reopened; the
+reader is a ``SupervisedLoop`` (``robot_rl.drivers.supervision``); a frame that is stale,
+repeated, malformed or not finitely stamped never reaches a subscriber.
 """
 
 from __future__ import annotations
@@ -35,12 +21,12 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from sensor_msgs.msg import CameraInfo, Image
 
+from robot_rl.drivers.cameras.configs import CameraConfig
 from robot_rl.drivers.cameras.image_pipeline import (
     FrameGeometry,
     FreshnessGate,
     Intrinsics,
 )
-from robot_rl.drivers.config import param, positive
 from robot_rl.drivers.supervision import FAULT_SHOWN_S, SupervisedLoop
 from robot_rl.ros.convert import array_to_image, diagnostic_array, header
 from robot_rl.ros.node_base import DeviceNode, declare_config
@@ -116,42 +102,6 @@ class CameraSource(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class CameraConfig:
-    """Parameters every camera driver has (each driver's config adds its device's)."""
-
-    frame_id: str = param("", "frame of the images (default: the node's name + _optical_frame)")
-    crop: tuple = param(
-        (0, 0, 0, 0),
-        "crop box [x, y, width, height] in source pixels, "
-        "before resizing; all zeros: the whole frame",
-    )
-    resize: tuple = param(
-        (0, 0),
-        "output size [width, height] after cropping; zeros: the crop's "
-        "size, one zero: keep the crop's aspect ratio",
-    )
-    max_frame_age: float = param(
-        0.5, "a frame older than this when it arrives is stale and dropped (s)", positive
-    )
-    stall_timeout: float = param(
-        1.0, "no frame for this long: diagnostics report the source stalled (s)", positive
-    )
-    reconnect_after: float = param(
-        3.0, "no frame for this long: close and reopen the device (s)", positive
-    )
-    reconnect_period: float = param(
-        1.0, "wait between attempts to reopen a lost device (s)", positive
-    )
-    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
-    read_timeout: float = param(
-        0.2,
-        "longest wait on the device in one read (s); bounds how "
-        "fast a stall is noticed and the node stops",
-        positive,
-    )
-
-
 def camera_info_msg(intrinsics: Intrinsics, stamp: float, frame_id: str) -> CameraInfo:
     i = intrinsics
     msg = CameraInfo(header=header(stamp, frame_id), width=i.width, height=i.height)
@@ -164,13 +114,13 @@ def camera_info_msg(intrinsics: Intrinsics, stamp: float, frame_id: str) -> Came
 
 
 class CameraDriverNode(DeviceNode):
-    """Subclasses set ``CONFIG`` and implement ``make_source`` and ``streams``."""
+    """Subclasses set ``config_class`` and implement ``make_source`` and ``streams``."""
 
-    CONFIG: type = CameraConfig
+    config_class: type = CameraConfig
 
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
-        self.config = declare_config(self, self.CONFIG)
+        self.config = declare_config(self, self.config_class)
         self.frame_id = self.config.frame_id or f"{self.get_name()}_optical_frame"
         self._stream_pubs = {
             stream: (

@@ -3,18 +3,10 @@ with the RealSense node's crop, resize and ``camera_info``.
 
     robot-rl-camera --ros-args -r __ns:=/wrist_cam -p source:=/dev/video0 -p resize:=[128,128]
 
-``source`` says what to open: a device index (``"0"``) or path (``/dev/video2``), a video file,
-an address with a scheme (``rtsp://...``) or a GStreamer pipeline (anything with a ``!``; it must
-end in ``appsink``, and needs an OpenCV built with GStreamer, which the PyPI wheels are not).
-
-A UVC camera has no calibration data: ``intrinsics`` ([fx, fy, cx, cy] at the source's frame
-size) and ``distortion`` come from a calibration, else an ideal pinhole of ``fovy`` is assumed.
-
-Stamps: a V4L2 device stamps each buffer on the host's monotonic clock (``CAP_PROP_POS_MSEC``);
-that stamp is moved onto the wall clock. A file has no capture time: its frames are played at
-the file's frame rate (or ``rate``) and stamped when they are delivered. Other sources are
-stamped when the frame is read. A file that ends is reported stalled (``loop`` plays it again);
-a device that stops giving frames is closed and reopened.
+``source``: a device index or path, a video file, an address with a scheme (``rtsp://...``) or a
+GStreamer pipeline (with a ``!``, ending in ``appsink``). Intrinsics come from ``intrinsics`` and
+``distortion``, else an ideal pinhole of ``fovy``. Stamps: a device's buffer time on the wall
+clock; a file's frames as delivered at its frame rate (or ``rate``); others when read.
 """
 
 from __future__ import annotations
@@ -26,55 +18,14 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from robot_rl.drivers.cameras.configs import OpenCVCameraConfig
 from robot_rl.drivers.cameras.driver_node import (
-    CameraConfig,
     CameraDriverNode,
     Frame,
     SourceMissing,
 )
 from robot_rl.drivers.cameras.image_pipeline import Intrinsics, monotonic_to_host
-from robot_rl.drivers.config import length, non_negative, param
 from robot_rl.ros.node_base import main_for
-
-
-@dataclass(frozen=True)
-class OpenCVCameraConfig(CameraConfig):
-    source: str = param(
-        "0",
-        "device index or path, video file, stream address or GStreamer "
-        "pipeline (see the module's docstring)",
-        (lambda v: bool(v.strip()), "must not be empty"),
-    )
-    width: int = param(0, "requested frame width (px); 0: the device's default", non_negative)
-    height: int = param(0, "requested frame height (px); 0: the device's default", non_negative)
-    rate: float = param(
-        0.0,
-        "requested frame rate (Hz); for a file, the playback rate; 0: the "
-        "device's or the file's own",
-        non_negative,
-    )
-    fourcc: str = param(
-        "",
-        "pixel format to ask a UVC camera for, e.g. MJPG (needed by many "
-        "for 30 Hz at 640x480 and above); empty: the device's default",
-        (lambda v: len(v) in (0, 4), "must be empty or 4 characters"),
-    )
-    loop: bool = param(False, "play a video file again from the start when it ends")
-    fovy: float = param(
-        45.0,
-        "vertical field of view (degrees) assumed when intrinsics are not given",
-        (lambda v: 0 < v < 180, "must lie in (0, 180)"),
-    )
-    intrinsics: tuple = param(
-        (0.0, 0.0, 0.0, 0.0),
-        "calibrated [fx, fy, cx, cy] (px) at the source's frame size; zeros: from fovy",
-        length(4),
-    )
-    distortion: tuple = param(
-        (0.0, 0.0, 0.0, 0.0, 0.0),
-        "calibrated plumb_bob coefficients [k1, k2, p1, p2, k3]",
-        length(5),
-    )
 
 
 def _video_devices() -> list[str]:
@@ -245,7 +196,7 @@ class OpenCVSource:
 
 
 class OpenCVCameraNode(CameraDriverNode):
-    CONFIG = OpenCVCameraConfig
+    config_class = OpenCVCameraConfig
 
     def __init__(self, **kwargs):
         super().__init__("camera", **kwargs)
@@ -268,8 +219,6 @@ def discover() -> list[dict]:
     return found
 
 
-CONFIG = OpenCVCameraConfig
-NODE = OpenCVCameraNode
 main = main_for(OpenCVCameraNode)
 
 if __name__ == "__main__":

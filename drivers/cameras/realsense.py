@@ -4,60 +4,25 @@ librealsense pipeline, cropped and resized, with ``camera_info`` from the device
     robot-rl-realsense --ros-args -r __ns:=/front_cam -p serial:="'128422270679'" \
         -p crop:=[80,0,480,480] -p resize:=[128,128]
 
-The device is chosen by serial (empty: the only one connected) and handed to the pipeline with
-``pipeline.set_device``, so the same code path streams a USB camera and an ``rs.software_device``
-(the tests feed one; librealsense 2.59 no longer lists software devices in a context's
-``query_devices``, so the node asks ``devices`` — by default a context's query — for the list).
-
-Depth (``depth: true``) is published as ``depth/image_raw`` in millimetres; by default it is
-aligned to the colour camera by librealsense's ``align`` block, so it shares the colour image's
-intrinsics, frame and crop (``align_depth: false`` keeps the depth camera's own view, published
-in ``<frame_id>_depth``).
-
-Stamps: librealsense stamps frames in one of three domains. ``global_time`` (the default on
-D400 cameras: the device clock corrected onto the host's) and ``system_time`` (the host's
-arrival time) are milliseconds since the epoch on the host's clock, so the stamp is the frame's
-timestamp as it is. ``hardware_clock`` counts from an arbitrary origin: ``DeviceClock`` maps it.
+The device is chosen by ``serial`` and handed to the pipeline, so a USB camera and an
+``rs.software_device`` (the tests') take the same path. Depth is in millimetres, aligned to the
+colour camera unless ``align_depth`` is false. Stamps are on the host's clock (``hardware_clock``
+stamps are mapped by ``DeviceClock``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from robot_rl.drivers.cameras.configs import RealSenseConfig
 from robot_rl.drivers.cameras.driver_node import (
-    CameraConfig,
     CameraDriverNode,
     Frame,
     SourceMissing,
 )
 from robot_rl.drivers.cameras.image_pipeline import DeviceClock, Intrinsics
-from robot_rl.drivers.config import param, positive
 from robot_rl.ros.node_base import main_for
-
-
-@dataclass(frozen=True)
-class RealSenseConfig(CameraConfig):
-    serial: str = param("", "serial number of the camera (empty: the only one connected)")
-    width: int = param(640, "stream width (px), as the device offers it", positive)
-    height: int = param(480, "stream height (px), as the device offers it", positive)
-    rate: float = param(
-        30.0,
-        "frame rate (Hz), as the device offers it",
-        (lambda v: v > 0 and float(v).is_integer(), "must be a whole number > 0"),
-    )
-    depth: bool = param(
-        False,
-        "also stream depth (depth/image_raw, 16UC1 millimetres, and "
-        "depth/camera_info) at the same size and rate",
-    )
-    align_depth: bool = param(
-        True,
-        "reproject depth into the colour camera (its intrinsics and "
-        "frame), so one crop cuts both alike; false: the depth camera's "
-        "own view",
-    )
 
 
 def _intrinsics(profile) -> Intrinsics:
@@ -211,7 +176,7 @@ class RealSenseSource:
 
 
 class RealSenseNode(CameraDriverNode):
-    CONFIG = RealSenseConfig
+    config_class = RealSenseConfig
 
     def __init__(self, devices: Callable[[], Sequence] | None = None, **kwargs):
         """``devices``: returns the devices to choose from (default: those connected)."""
@@ -253,8 +218,6 @@ def discover() -> list[dict]:
         return [{"kind": "realsense", "error": f"cannot list RealSense devices: {error}"}]
 
 
-CONFIG = RealSenseConfig
-NODE = RealSenseNode
 main = main_for(RealSenseNode)
 
 if __name__ == "__main__":

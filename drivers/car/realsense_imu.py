@@ -1,28 +1,13 @@
 """The IMU of a RealSense D435i (or D455) as ``sensor_msgs/Imu``: the motion module's gyroscope
-and accelerometer streams through librealsense, in the car's body frame.
+and accelerometer streams through librealsense, in the car's body frame (``rotation``).
 
     robot-rl-realsense-imu --ros-args -r __ns:=/car -p serial:="'123456789012'"
 
 One message per gyroscope sample, with the accelerometer sample of largest horizontal magnitude
-since the previous message (the newest if none came: the two streams run at different rates,
-200/400 Hz and 63/250 Hz on a D435i, and the crash detector must see every impact), stamped
-with the gyroscope sample's time on the host's clock (``global_time`` and ``system_time`` as
-they are, ``hardware_clock`` mapped by ``DeviceClock``). The camera's IMU axes (x right, y
-down, z forward) are turned into the body frame (x forward, y left, z up) by ``rotation``
-(row-major, body from IMU; the default is a camera looking forward, upright); at rest the
-acceleration reads +9.81 m/s^2 upwards, as on the car twin. The orientation is unknown:
-``orientation_covariance[0]`` is -1 (REP 145).
-
-The device is opened by serial through librealsense's sensor API, so an ``rs.software_device``
-with a motion sensor streams through the same code (the tests feed one). ``/diagnostics`` says
-the sample rates; silence for ``stale_after`` is an error (a USB drop: the node is respawned).
-
-A gyroscope or accelerometer sample that is not finite or beyond the sensor's range (BMI055:
-2000 deg/s, 16 g) is refused before it reaches the accelerometer peak or a message, counted
-(``refused_samples``) and named (``last_sample_refusal``); the next good one is used as if it
-had never come. An exception in librealsense's callback (this node's code running in its
-thread) is counted and reported as an ERROR (``thread_faults``, ``last_fault``), never lost
-inside the library; the next frame is handled afresh.
+since the previous one (the crash detector must see every impact), stamped on the host's clock;
+orientation unknown (REP 145). ``/diagnostics`` gives the rates; silence for ``stale_after`` is
+an error. A sample that is not finite or beyond the sensor's range is refused and counted; an
+exception in librealsense's callback is reported (``thread_faults``), never lost.
 """
 
 from __future__ import annotations
@@ -30,7 +15,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -38,7 +22,7 @@ from sensor_msgs.msg import Imu
 
 from robot_rl.drivers.cameras.image_pipeline import DeviceClock
 from robot_rl.drivers.cameras.realsense import connected_devices, find_device, host_stamp
-from robot_rl.drivers.config import param, positive
+from robot_rl.drivers.car.configs import RealSenseImuConfig
 from robot_rl.drivers.supervision import FAULT_SHOWN_S, FaultLog, SensorGate
 from robot_rl.ros.convert import diagnostic_array, imu_msg
 from robot_rl.ros.node_base import DeviceNode, declare_config, main_for
@@ -48,28 +32,6 @@ MAX_GYRO = np.radians(2000.0) * 1.01
 """rad/s: the D435i/D455 gyroscope's range (BMI055: 2000 deg/s), with room for rounding."""
 MAX_ACCEL = 16.0 * 9.80665 * 1.01
 """m/s^2: the accelerometer's widest range (16 g)."""
-FORWARD_CAMERA = [0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, -1.0, 0.0]
-"""Body (x forward, y left, z up) from the RealSense IMU (x right, y down, z forward)."""
-
-
-def _is_rotation(values) -> bool:
-    m = np.asarray(values, float).reshape(3, 3)
-    return bool(np.allclose(m @ m.T, np.eye(3), atol=1e-6) and np.linalg.det(m) > 0)
-
-
-@dataclass(frozen=True)
-class RealSenseImuConfig:
-    serial: str = param("", "serial number of the camera (empty: the only one connected)")
-    gyro_rate: float = param(200.0, "gyroscope rate (Hz) as the device offers it", positive)
-    accel_rate: float = param(250.0, "accelerometer rate (Hz) as the device offers it", positive)
-    rotation: tuple = param(
-        FORWARD_CAMERA,
-        "body from IMU rotation, row-major 3x3",
-        (lambda v: len(v) == 9 and _is_rotation(v), "must be a 3x3 rotation, row-major"),
-    )
-    frame_id: str = param("imu", "frame of the messages")
-    stale_after: float = param(0.5, "no sample for this long is an error (s)", positive)
-    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
 
 
 class MotionStream:
@@ -170,6 +132,8 @@ class MotionStream:
 class RealSenseImuNode(DeviceNode):
     """See the module docstring."""
 
+    config_class = RealSenseImuConfig
+
     def __init__(self, devices: Callable[[], Sequence] | None = None, **kwargs):
         super().__init__("realsense_imu", **kwargs)
 
@@ -232,8 +196,6 @@ class RealSenseImuNode(DeviceNode):
         )
 
 
-CONFIG = RealSenseImuConfig
-NODE = RealSenseImuNode
 main = main_for(RealSenseImuNode)
 
 if __name__ == "__main__":

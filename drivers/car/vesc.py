@@ -1,39 +1,21 @@
 """VESC motor controller node: the car's topic contract (docs/ARCHITECTURE.md) over the VESC's
-serial protocol (``vesc_protocol``: our own framing, see there why not pyvesc), so the actor's
-ROS backend cannot tell the car from the car twin.
+serial protocol (``vesc_protocol``), so the actor's ROS backend cannot tell the car from its twin.
 
     robot-rl-vesc --ros-args -r __ns:=/car -p port:=/dev/ttyACM0
 
-Subscribes ``cmd_vel`` (Twist: linear.x speed m/s, angular.z yaw rate rad/s; reliable, depth 1).
-The speed becomes an ERPM set-point (COMM_SET_RPM, ``mode: rpm``) or a duty cycle (COMM_SET_DUTY,
-``mode: duty``), clipped to ``max_erpm`` / ``max_duty``; the yaw rate becomes a bicycle-model
-steering angle (``wheelbase``), clipped to ``max_steering``, and a servo position
-(COMM_SET_SERVO_POS) clipped to ``servo_min``..``servo_max`` around ``servo_centre``.
-
-Publishes (sensor-data QoS) ``odom`` (nav_msgs/Odometry, frame ``odom``, child ``base``: the
-pose integrated from the tachometer's distance, its heading turned by the IMU's yaw rate
-(``yaw_from_imu``; without a fresh IMU sample by the commanded steering, bicycle model), tilted
-as the IMU sees the car (a flipped car shows), the speed from the ERPM, starting at
-``initial_pose``), ``imu`` (sensor_msgs/Imu from COMM_GET_IMU_DATA, when
-``imu: true``; a RealSense D435i's IMU is ``robot-rl-realsense-imu``) and ``/diagnostics``.
-Services: ``estop`` (SetBool).
-
-Safety: a non-finite cmd_vel is refused; ``vesc_link`` says when the motor gets zero and the
-servo centre (watchdog, ``estop``, a silent VESC, deactivate, a fault of its thread) and
-reopens a lost port; ``estop`` refuses motion until released, and a silent VESC or a fault of
-the link's thread is an error on /diagnostics. A telemetry or IMU sample that is not finite or
-lies beyond what the device can measure is refused before it reaches the odometry or the tilt,
-counted (``refused_samples``) and named (``last_sample_refusal``); the next good one is used
-as if the bad one never came. The VESC's own
-app timeout (VESC Tool, ``App Settings > General > Timeout``) should be set too: it stops the
-motor if this node dies.
+Subscribes ``cmd_vel`` (speed m/s, yaw rate rad/s; reliable, depth 1): an ERPM or duty set-point
+and a bicycle-model servo position, each clipped to its limits. Publishes ``odom`` (tachometer
+distance, heading from the IMU's yaw rate or the steering), ``imu`` and ``/diagnostics``;
+service ``estop``. ``vesc_link`` zeroes the motor and centres the servo on the watchdog, estop,
+a silent VESC or a fault; a non-finite command or out-of-range sample is refused. Set the VESC's
+own app timeout too: it stops the motor if this node dies.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -43,6 +25,7 @@ from sensor_msgs.msg import Imu
 from std_srvs.srv import SetBool
 
 from robot_rl.drivers.car import vesc_protocol as proto
+from robot_rl.drivers.car.configs import VescConfig
 from robot_rl.drivers.car.vesc_kinematics import (
     CarGeometry,
     MotorLimits,
@@ -57,7 +40,6 @@ from robot_rl.drivers.car.vesc_kinematics import (
 from robot_rl.drivers.car.vesc_kinematics import Odometry as WheelOdometry
 from robot_rl.drivers.car.vesc_link import LinkSettings, VescLink
 from robot_rl.drivers.command_guard import non_finite_reason
-from robot_rl.drivers.config import length, one_of, param, positive
 from robot_rl.drivers.supervision import FAULT_SHOWN_S, SensorGate
 from robot_rl.ros.convert import diagnostic_array, imu_msg, odometry_msg, twist_to_array
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config, main_for
@@ -74,86 +56,12 @@ MAX_ANGLE = math.pi + 1e-3
 """rad: roll, pitch and yaw come wrapped to [-pi, pi]."""
 MAX_ERPM_READING = 500_000.0
 """ERPM beyond any motor a VESC drives (the firmware's own limit is far below): a corrupt one."""
-unit_interval = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
-duty_range = (lambda v: 0.0 < v <= 0.95, "must lie in (0, 0.95]")
-non_zero = (lambda v: v != 0.0, "must not be 0")
-
-
-@dataclass(frozen=True)
-class VescConfig:
-    port: str = param(
-        "/dev/ttyACM0",
-        "serial device of the VESC (USB CDC); a udev symlink such as /dev/vesc keeps it stable",
-    )
-    baud: int = param(115200, "serial baud rate (ignored by USB CDC, used by a UART)", positive)
-    mode: str = param(
-        "rpm",
-        "motor set-point: rpm (the VESC's speed controller) or duty (open-loop duty cycle)",
-        one_of("rpm", "duty"),
-    )
-    max_erpm: float = param(20000.0, "ERPM limit in rpm mode (both directions)", positive)
-    max_duty: float = param(0.3, "duty-cycle limit in duty mode", duty_range)
-    duty_per_mps: float = param(0.05, "duty cycle per m/s in duty mode", positive)
-    wheel_radius: float = param(0.05, "wheel radius (m)", positive)
-    gear_ratio: float = param(10.0, "motor turns per wheel turn (the whole drivetrain)", positive)
-    motor_poles: int = param(
-        4,
-        "magnet poles of the motor (ERPM = RPM * poles / 2)",
-        (lambda v: v >= 2 and v % 2 == 0, "must be an even number >= 2"),
-    )
-    wheelbase: float = param(0.26, "front to rear axle (m): the bicycle model's length", positive)
-    max_steering: float = param(0.5, "steering angle limit (rad)", positive)
-    brake_current: float = param(
-        0.0,
-        "stop (watchdog, e-stop, zero speed) with COMM_SET_CURRENT_BRAKE at this current (A) "
-        "instead of a zero set-point, which lets the car coast in duty mode; 0: zero set-point",
-        (lambda v: v >= 0, "must be >= 0"),
-    )
-    servo_centre: float = param(0.5, "servo position that drives straight", unit_interval)
-    servo_min: float = param(0.15, "lowest servo position allowed", unit_interval)
-    servo_max: float = param(0.85, "highest servo position allowed", unit_interval)
-    servo_per_radian: float = param(
-        -0.7,
-        "servo position per radian of steering (negative: "
-        "the servo turns right for a rising position)",
-        non_zero,
-    )
-    telemetry_hz: float = param(50.0, "command, telemetry and odom rate (Hz)", positive)
-    watchdog_timeout: float = param(
-        0.3,
-        "zero the motor and centre the servo when no cmd_vel arrived within this many seconds",
-        positive,
-    )
-    silent_timeout: float = param(
-        0.5,
-        "a VESC that has not answered for this many seconds is an error (and gets zero)",
-        positive,
-    )
-    reconnect_period: float = param(1.0, "seconds between attempts to reopen a lost port", positive)
-    imu: bool = param(True, "poll the VESC's IMU (COMM_GET_IMU_DATA) and publish imu")
-    yaw_from_imu: bool = param(
-        True,
-        "turn the odometry's heading by the IMU's yaw rate (the "
-        "VESC's, or with imu false whatever publishes imu here, e.g. "
-        "robot-rl-realsense-imu) instead of the steering angle",
-    )
-    initial_pose: tuple = param(
-        [0.0, 0.0, 0.0], "where odometry starts: x, y (m), yaw (rad) in the odom frame", length(3)
-    )
-    odom_frame: str = param("odom", "frame of the odometry's pose")
-    base_frame: str = param("base", "the car's body frame (odometry's child frame)")
-    imu_frame: str = param("imu", "frame of the IMU messages")
-    low_voltage: float = param(
-        0.0,
-        "warn on /diagnostics when the VESC's input voltage is "
-        "below this (V; e.g. 6.8 for a 2S LiPo, 0: never)",
-        (lambda v: v >= 0, "must be >= 0"),
-    )
-    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
 
 
 class VescDriver(DeviceNode):
     """See the module docstring."""
+
+    config_class = VescConfig
 
     def __init__(self, **kwargs):
         super().__init__("vesc", **kwargs)
@@ -416,8 +324,6 @@ class VescDriver(DeviceNode):
         )
 
 
-CONFIG = VescConfig
-NODE = VescDriver
 main = main_for(VescDriver)
 
 if __name__ == "__main__":

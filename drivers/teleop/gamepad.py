@@ -1,29 +1,12 @@
 """Gamepad teleop node over Linux evdev: publishes ``/teleop/twist`` and ``/teleop/joy`` for the
-actor's intervention, from any pad the kernel drives (Xbox pads through xpad, DualShock and
-DualSense through hid-playstation/hid-sony, 8BitDo, Logitech F310 in X mode, ...).
+actor's intervention, from any pad the kernel drives (Xbox, DualShock/DualSense, 8BitDo, ...).
 
     robot-rl-gamepad [--ros-args -p device_name:=Xbox -p deadband:=0.15 ...]
 
 The record format is in ``evdev_gamepad``; deadband, scaling and buttons in ``teleop_mapping``;
 lifecycle, unplugging and diagnostics in ``teleop_node``. Axes and buttons are named by their
-evdev codes (``evtest`` shows them), so any pad is one parameter file away:
-
-- default twist: left stick forward/back -> linear x, left/right -> linear y (+ to the left),
-  right stick forward/back -> linear z, right stick left/right -> angular z (the car's yaw rate);
-  evdev's stick Y grows towards the operator, hence the minus signs;
-- hold RB (``BTN_TR``) to intervene; right trigger (``ABS_RZ``) closes the gripper, left
-  trigger (``ABS_Z``) opens it (an axis named as a button is pressed beyond
-  ``button_threshold``);
-- the operator's answers (``/teleop/joy`` buttons 3 and 4, read by the actor's
-  ``--operator joy``): Start (``BTN_START``; Options on a DualShock/DualSense) says success,
-  which pays reward 1, ends the episode and confirms a reward classifier's success; Back
-  (``BTN_SELECT``; View on newer Xbox pads, Share/Create on PlayStation pads) rejects a
-  classifier's success. Both sit away from the sticks, so steering never presses them; A/B
-  (``BTN_SOUTH``/``BTN_EAST``) are the usual alternative.
-
-Linux: the user needs read access to ``/dev/input/event*`` (the ``input`` group). Name the
-device by ``device_name`` or by a stable ``/dev/input/by-id/...-event-joystick`` path: the
-``eventN`` numbers change between boots and replugs.
+evdev codes (``evtest`` shows them; defaults in the parameters). Linux: the user needs read
+access to ``/dev/input/event*``; name the pad by ``device_name`` or a ``/dev/input/by-id`` path.
 """
 
 from __future__ import annotations
@@ -33,9 +16,8 @@ import os
 import re
 import struct
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 
-from robot_rl.drivers.config import length, param
+from robot_rl.drivers.teleop.configs import GamepadConfig
 from robot_rl.drivers.teleop.evdev_gamepad import (
     EV_ABS,
     EV_KEY,
@@ -53,7 +35,6 @@ from robot_rl.drivers.teleop.teleop_mapping import (
 )
 from robot_rl.drivers.teleop.teleop_node import (
     DeviceMissing,
-    TeleopConfig,
     TeleopNode,
     checked,
     config_mapper,
@@ -64,51 +45,6 @@ READ_SIZE = EVENT.size * 64
 GAMEPAD_BUTTONS = range(0x120, 0x140)
 """BTN_JOYSTICK .. BTN_GAMEPAD's block (linux/input-event-codes.h): a device with one of these
 keys and absolute axes is a joystick or gamepad (the rule joydev uses)."""
-_unit = (lambda v: 0.0 < v < 1.0, "must lie in (0, 1)")
-
-
-@dataclass(frozen=True)
-class GamepadConfig(TeleopConfig):
-    device_path: str = param(
-        "",
-        "evdev device file, best a /dev/input/by-id/... path ('' = "
-        "the first gamepad found; robot-rl doctor lists them)",
-    )
-    device_name: str = param(
-        "",
-        "pick the first gamepad whose name contains this (case "
-        "insensitive; '' = any); ignored when device_path is set",
-    )
-    deadband: float = param(
-        0.1,
-        "per-axis deadband, a fraction of full deflection in [0, 1)",
-        (lambda v: 0.0 <= v < 1.0, "must lie in [0, 1)"),
-    )
-    twist_axes: tuple = param(
-        ["-ABS_Y", "-ABS_X", "-ABS_RY", "none", "none", "-ABS_RX"],
-        "evdev axis ('-' negates; 'none') for linear x, y, z, angular x, y, z",
-        length(6),
-    )
-    trigger_axes: tuple = param(
-        ["ABS_Z", "ABS_RZ"],
-        "axes that rest at their minimum "
-        "(triggers): 0 at rest, 1 pulled, instead of centred "
-        "(['none'] for a pad without)",
-    )
-    intervene_button: str = param("BTN_TR", "evdev key (or axis) held to intervene ('' = none)")
-    close_button: str = param("ABS_RZ", "evdev key (or axis) that closes the gripper ('' = none)")
-    open_button: str = param("ABS_Z", "evdev key (or axis) that opens the gripper ('' = none)")
-    success_button: str = param(
-        "BTN_START",
-        "evdev key (or axis) the operator presses for success: /teleop/joy button 3, which the "
-        "actor's --operator joy pays as reward 1 and as a classifier's confirmation ('' = none)",
-    )
-    reject_button: str = param(
-        "BTN_SELECT",
-        "evdev key (or axis) that rejects a reward classifier's success: /teleop/joy button 4 "
-        "('' = none)",
-    )
-    button_threshold: float = param(0.5, "an axis named as a button is pressed beyond this", _unit)
 
 
 class EvdevFile:
@@ -315,8 +251,6 @@ class GamepadNode(TeleopNode):
         }
 
 
-CONFIG = GamepadConfig
-NODE = GamepadNode
 main = main_for(GamepadNode)
 
 if __name__ == "__main__":

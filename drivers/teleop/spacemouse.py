@@ -3,47 +3,25 @@ pyspacemouse): publishes ``/teleop/twist`` and ``/teleop/joy`` for the actor's i
 
     robot-rl-spacemouse [--ros-args -p device_path:=/dev/hidraw3 -p deadband:=0.1 ...]
 
-The report layout is in ``hid_spacemouse``; deadband, scaling and buttons in
-``teleop_mapping``; lifecycle, unplugging and diagnostics in ``teleop_node``.
-
-The default ``twist_axes`` give SERL's SpaceMouse convention (its expert sends pyspacemouse's
-``[-y, x, z, -roll, -pitch, -yaw]``; in raw HID axes that is ``[ty, tx, -tz, ry, rx, -rz]``),
-for an operator who faces the robot's base across the table. A SpaceMouse Compact or Wireless
-has two buttons: by default the left (0) closes the gripper and the right (1) opens it, and there is
-no intervene button: the actor's intervention ``mode="motion"`` hands control to the operator
-while the cap is deflected. On a keyed model, set ``intervene_button`` to a key's bit index.
-
-The operator's success and reject (``/teleop/joy`` buttons 3 and 4, which the actor's
-``--operator joy`` reads) need buttons a Compact or Wireless does not have, so they are off by
-default (-1): on those models the operator answers with the keyboard (the actor's
-``--operator keyboard``, keys y and n) or a gamepad node beside the SpaceMouse. A SpaceMouse
-Pro or Pro Wireless reports its keys in the same button bitmap (report 3): Menu 0, Fit 1, T 2,
-R 4, F 5, Roll 8, keys 1-4 at 12-15, Esc 22, Alt 23, Shift 24, Ctrl 25, Lock 26; set
-``success_button: 12`` (key 1) and ``reject_button: 13`` (key 2). Other keyed models (the
-SpaceExplorer, SpacePilot, Enterprise) number their keys differently, and the Enterprise's
-extra keys may not come in report 3 at all: hold a key for a second with the node running and
-its bit shows in the ``pressed`` value of the node's ``/diagnostics``.
-
-Linux: the user needs read access to the device's ``/dev/hidraw*`` (a udev rule such as
-``KERNEL=="hidraw*", ATTRS{idVendor}=="256f", MODE="0660", GROUP="plugdev"``).
+The report layout is in ``hid_spacemouse``; deadband, scaling and buttons in ``teleop_mapping``;
+lifecycle, unplugging and diagnostics in ``teleop_node``. The default ``twist_axes`` are SERL's
+convention; success and reject need a keyed model (hardware/README.md). Linux: the user needs
+read access to the device's ``/dev/hidraw*`` (a udev rule).
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
-from robot_rl.drivers.config import length, param, positive
+from robot_rl.drivers.teleop.configs import SpaceMouseConfig
 from robot_rl.drivers.teleop.hid_spacemouse import (
     AXES,
-    FULL_SCALE,
     SpaceMouseReports,
     spacemouse_model,
 )
 from robot_rl.drivers.teleop.teleop_mapping import TeleopFrame, TeleopMapper, parse_axis
 from robot_rl.drivers.teleop.teleop_node import (
     DeviceMissing,
-    TeleopConfig,
     TeleopNode,
     checked,
     config_mapper,
@@ -52,44 +30,6 @@ from robot_rl.ros.node_base import main_for
 
 REPORT_SIZE = 64
 """Bytes asked of hidapi per read: more than any SpaceMouse report (13 at most)."""
-_button_index = (lambda v: v >= -1, "must be a button index >= 0, or -1 for none")
-
-
-@dataclass(frozen=True)
-class SpaceMouseConfig(TeleopConfig):
-    device_path: str = param(
-        "", "hidraw path of the SpaceMouse ('' = the first one found; robot-rl doctor lists them)"
-    )
-    full_scale: float = param(
-        FULL_SCALE, "raw counts of full deflection (larger ones clip)", positive
-    )
-    twist_axes: tuple = param(
-        ["ty", "tx", "-tz", "ry", "rx", "-rz"],
-        "raw HID axis (tx, ty, tz, rx, ry, rz; '-' negates; 'none') for linear x, y, z, angular "
-        "x, y, z",
-        length(6),
-    )
-    intervene_button: int = param(
-        -1,
-        "button index held to intervene (-1: none; the actor's "
-        "motion mode takes over on deflection)",
-        _button_index,
-    )
-    close_button: int = param(0, "button index that closes the gripper (-1: none)", _button_index)
-    open_button: int = param(1, "button index that opens the gripper (-1: none)", _button_index)
-    success_button: int = param(
-        -1,
-        "button index the operator presses for success: /teleop/joy button 3, which the actor's "
-        "--operator joy pays as reward 1 and as a classifier's confirmation (-1: none; a "
-        "SpaceMouse Pro's key 1 is 12)",
-        _button_index,
-    )
-    reject_button: int = param(
-        -1,
-        "button index that rejects a reward classifier's success: /teleop/joy button 4 (-1: "
-        "none; a SpaceMouse Pro's key 2 is 13)",
-        _button_index,
-    )
 
 
 def _axis(name: str) -> str:
@@ -224,8 +164,6 @@ class SpaceMouseNode(TeleopNode):
         }
 
 
-CONFIG = SpaceMouseConfig
-NODE = SpaceMouseNode
 main = main_for(SpaceMouseNode)
 
 if __name__ == "__main__":

@@ -1,21 +1,12 @@
 """What the SpaceMouse and gamepad nodes share: a lifecycle node that drains a byte device into
-a parser at ``rate_hz``, publishes ``/teleop/twist`` and ``/teleop/joy`` (the teleop contract:
-docs/ARCHITECTURE.md, ``teleop_mapping``), survives unplugging, and reports on ``/diagnostics``.
+a parser at ``rate_hz`` and publishes ``/teleop/twist`` and ``/teleop/joy`` (the teleop contract,
+``teleop_mapping``), with ``/diagnostics``.
 
-Lifecycle: configure opens the device (a missing device fails configure with one line naming
-it); activate starts publishing; deactivate publishes one released frame and stops; cleanup
-closes the device. While active, a read that fails (hidapi raises on unplug, evdev returns
-ENODEV) publishes the released frame at once and from then on (no motion, intervention off),
-turns diagnostics to ERROR, and the node tries to open the device again every
-``reconnect_interval`` until it is back. Any other exception while reading, parsing or mapping
-(a parser's bug, a report it cannot take) follows the rule every driver follows
-(``robot_rl.drivers.supervision``): the released frame at once, an ERROR on /diagnostics that
-names the fault (``thread_faults``, ``last_fault``), and the device is closed and reopened, so
-the parser starts afresh.
-
-A device is anything with ``read() -> bytes`` (``b""`` when nothing is waiting; raises
-``OSError`` when the device is gone) and ``close()``: hidapi's device or an evdev file in
-production, a replay of recorded bytes in the tests.
+Configure opens the device (a missing one fails in one line), activate publishes, deactivate
+publishes one released frame and stops, cleanup closes it. An unplugged device or a fault while
+reading (``robot_rl.drivers.supervision``) publishes the released frame at once, is an ERROR on
+/diagnostics, and the device is reopened every ``reconnect_interval``. A device is anything with
+``read() -> bytes`` (``b""`` when nothing waits; ``OSError`` when gone) and ``close()``.
 """
 
 from __future__ import annotations
@@ -24,7 +15,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -32,8 +22,8 @@ from geometry_msgs.msg import TwistStamped
 from sensor_msgs.msg import Joy
 from std_msgs.msg import Header
 
-from robot_rl.drivers.config import non_negative, one_of, param, positive
 from robot_rl.drivers.supervision import FAULT_SHOWN_S, FaultLog
+from robot_rl.drivers.teleop.configs import TeleopConfig
 from robot_rl.drivers.teleop.teleop_mapping import RELEASED, TeleopFrame, TeleopMapper
 from robot_rl.ros.convert import diagnostic_array
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config
@@ -102,37 +92,6 @@ class ByteDevice(Protocol):
 
 class DeviceMissing(RuntimeError):
     """The configured device is not there (or cannot be opened): one line, no traceback."""
-
-
-@dataclass(frozen=True)
-class TeleopConfig:
-    """Parameters every teleop node has; each device's config adds its own."""
-
-    rate_hz: float = param(
-        50.0,
-        "publishing rate of /teleop/twist and /teleop/joy (Hz); keep "
-        "it above 1 / the teleop source's staleness bound",
-        positive,
-    )
-    deadband: float = param(
-        0.05,
-        "per-axis deadband, a fraction of full deflection in [0, 1)",
-        (lambda v: 0.0 <= v < 1.0, "must lie in [0, 1)"),
-    )
-    translation_scale: float = param(
-        1.0,
-        "multiplies linear x, y, z (1: full deflection is the task's largest step)",
-        non_negative,
-    )
-    rotation_scale: float = param(1.0, "multiplies angular x, y, z", non_negative)
-    intervene_toggle: bool = param(
-        False, "the intervene button toggles intervention instead of holding it"
-    )
-    frame_id: str = param("base", "frame of the twist: 'base' or 'tool'", one_of("base", "tool"))
-    reconnect_interval: float = param(
-        1.0, "seconds between attempts to reopen a lost device", positive
-    )
-    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
 
 
 class TeleopNode(DeviceNode):

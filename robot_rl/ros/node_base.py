@@ -222,17 +222,11 @@ def _tear_down(node: Node) -> None:
 def node_parameters(node_class: type[Node]) -> list[Param]:
     """A node class's parameters, without building it: its ``declared_parameters()`` (a
     classmethod that returns the ``Param`` list its constructor declares), else its config
-    dataclass (``config_class``, or its module's ``CONFIG``); a ``DeviceNode``'s ``autostart``
-    last."""
+    dataclass (``config_class``); a ``DeviceNode``'s ``autostart`` last."""
     from robot_rl.ros.node_help import parameters_of
 
     declared = getattr(node_class, "declared_parameters", None)
-    if declared is not None:
-        source = declared()
-    else:
-        source = getattr(node_class, "config_class", None) or getattr(
-            sys.modules[node_class.__module__], "CONFIG", ()
-        )
+    source = declared() if declared is not None else node_class.config_class
     params = [Param(*entry) for entry in parameters_of(source)]
     return params + ([AUTOSTART] if issubclass(node_class, DeviceNode) else [])
 

@@ -1,19 +1,13 @@
 """The actor process: runs the task at its control rate with the newest weights it has.
 
 The control loop never waits on the network (docs/ARCHITECTURE.md, the transition's and the
-weights' walks). Until the learner's first trained weights arrive (version 1, after its
-``start_steps``), actions are uniformly random, as in the single-process loop.
-
-A full disk stops the loop between steps (the robot holds: its driver's watchdog sees no new
-command) until acknowledgements or the operator free space, then it goes on; after
-``disk_full_timeout`` the actor exits non-zero with its outbox intact. A transition the learner
-would refuse (a reward or observation that is not finite, or beyond the bound, in the dtype it
-is stored in) stops the actor before it reaches the outbox, where it would block the stream.
-
-Neither a label query nor a refused reset holds it either: the operator's answer to a reward
-classifier's success is not waited for (the episode ends as a tentative success and the loop
-holds that one transition until the answer comes, robot_rl.runtime.episode_loop), and a reset
-the robot refuses (a driver reconnecting) is tried again, bounded (robot_rl.resets.retry).
+weights' walks); until the learner's first trained weights arrive (version 1), actions are
+uniformly random. A full disk holds the loop between steps (the robot holds) until space comes
+back; after ``disk_full_timeout`` the actor exits non-zero with its outbox intact. A transition
+the learner would refuse (a value not finite or beyond the bound) stops the actor before it
+reaches the outbox. Neither a label query nor a refused reset holds the loop: the answer is not
+waited for (robot_rl.runtime.episode_loop), a refused reset is tried again, bounded
+(robot_rl.resets.retry).
 """
 
 from __future__ import annotations
@@ -41,6 +35,7 @@ from robot_rl.runtime.episode_loop import EpisodeLoop
 from robot_rl.runtime.interventions import check_interventions, with_interventions
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.policy_updater import PolicyUpdater
+from robot_rl.runtime.progress import Every, on_stop
 from robot_rl.runtime.rate import Rate
 from robot_rl.runtime.utd_pacer import UtdPacer
 from robot_rl.transport.client import TransportClient
@@ -201,7 +196,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         reset=lambda **kwargs: reset_with_retry(env, log=console.print, **kwargs),
     )
     loop.reset(seed=cfg.seed + outbox.next_seq)
-    last_log = time.monotonic()
+    log_due = Every(cfg.log_every, time.monotonic(), grid=False)
     interventions = cfg.interventions != "off"
 
     def policy(obs: dict) -> np.ndarray:
@@ -213,50 +208,50 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
     def show_progress() -> None:
         _progress(console, outbox, client, updater.policy, loop, rate, interventions)
 
-    deadline = None if cfg.max_seconds is None else time.monotonic() + cfg.max_seconds
-    try:
-        while cfg.total_steps is None or outbox.next_seq + loop.held < cfg.total_steps:
-            if deadline is not None and time.monotonic() >= deadline:
-                console.print(f"time budget of {cfg.max_seconds:g} s spent: acting stops")
-                break
-            if pacer is not None:
-                pacer.wait(client)
-            if client.refused_reason and not client.connected:
-                raise LearnerRefused(client.refused_reason)
-            if client.data_refused:
-                raise LearnerRefused(
-                    f"its transitions: {client.data_refused} (they stay in {outbox.directory})"
-                )
-            if updater.error is not None:
-                raise updater.error
-            for ended in loop.step(policy).settled:  # an episode's figures once final
-                client.send_stats(ended.figures)
-            rate.sleep()
-            if time.monotonic() - last_log >= cfg.log_every:
-                last_log = time.monotonic()
-                show_progress()
-        if loop.held:
-            console.print(
-                f"waiting up to {cfg.label_timeout:g} s for the answers to {loop.held} open "
-                "question(s)"
-            )
-        for ended in loop.flush_pending(timeout=cfg.label_timeout):
-            client.send_stats(ended.figures)
-        show_progress()  # the final figures, also when the run was shorter than one --log-every
-        if outbox.backlog:
-            console.print(
-                f"waiting up to {cfg.flush_timeout:.0f} s for the learner to acknowledge "
-                f"{outbox.backlog} transitions"
-            )
-        client.stop(flush_timeout=cfg.flush_timeout)
-    except KeyboardInterrupt:
+    def stopped() -> None:
         # a second Ctrl-C (a terminal's and launch's reach a launched actor) must not cut the
         # threads' stop below short: a thread left in XLA or rclpy aborts the exit (-6)
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         _give_up_held(loop, console)
         console.print(f"[yellow]interrupted[/]: {outbox.backlog} transitions wait in the outbox")
-        raise
+
+    deadline = None if cfg.max_seconds is None else time.monotonic() + cfg.max_seconds
+    try:
+        with on_stop(stopped):
+            while cfg.total_steps is None or outbox.next_seq + loop.held < cfg.total_steps:
+                if deadline is not None and time.monotonic() >= deadline:
+                    console.print(f"time budget of {cfg.max_seconds:g} s spent: acting stops")
+                    break
+                if pacer is not None:
+                    pacer.wait(client)
+                if client.refused_reason and not client.connected:
+                    raise LearnerRefused(client.refused_reason)
+                if client.data_refused:
+                    raise LearnerRefused(
+                        f"its transitions: {client.data_refused} (they stay in {outbox.directory})"
+                    )
+                if updater.error is not None:
+                    raise updater.error
+                for ended in loop.step(policy).settled:  # an episode's figures once final
+                    client.send_stats(ended.figures)
+                rate.sleep()
+                if log_due.due(time.monotonic()):
+                    show_progress()
+            if loop.held:
+                console.print(
+                    f"waiting up to {cfg.label_timeout:g} s for the answers to {loop.held} open "
+                    "question(s)"
+                )
+            for ended in loop.flush_pending(timeout=cfg.label_timeout):
+                client.send_stats(ended.figures)
+            show_progress()  # the final figures, also when the run was shorter than a --log-every
+            if outbox.backlog:
+                console.print(
+                    f"waiting up to {cfg.flush_timeout:.0f} s for the learner to acknowledge "
+                    f"{outbox.backlog} transitions"
+                )
+            client.stop(flush_timeout=cfg.flush_timeout)
     finally:
         _give_up_held(loop, console)  # on an error: what the outbox can still take
         updater.stop()

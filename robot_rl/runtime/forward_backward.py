@@ -1,14 +1,11 @@
 """Forward-backward reset-free training (SERL): two policies take turns on one robot.
 
-The forward policy does the task (pick_cube: grasp and lift the cube); the backward policy undoes
-it (put_down_cube: put the cube back into the start region and let go), each with its own task,
-reward, episode loop and learning core. When one's episode ends, by success or by its time limit,
-the other starts from wherever the robot and the cube are (``RobotEnv.start_in_place``) with no
-reset in between. The scene is reset only at the start, after a real failure (the cube fell off
-the table), and after ``stalled_episodes``; each kind is counted. Each direction is evaluated
-from its own task's ordinary resets on a separate twin, so evaluation never disturbs the training
-scene. Both directions are checkpointed as a pair at every evaluation and on Ctrl-C
-(``fb_checkpoint``), and ``resume`` continues from the last complete pair.
+The forward policy does the task (pick_cube), the backward policy undoes it (put_down_cube),
+each with its own task, reward, episode loop and learning core. When one's episode ends, the
+other starts from wherever the scene is (``RobotEnv.start_in_place``); the scene is reset only
+at the start, after a real failure and after ``stalled_episodes``, each kind counted. Each
+direction is evaluated on a twin of its own; both are checkpointed as a pair at every evaluation
+and on Ctrl-C (``fb_checkpoint``), and ``resume`` continues from the last complete pair.
 """
 
 from __future__ import annotations
@@ -33,6 +30,7 @@ from robot_rl.runtime.demos import collect_demos
 from robot_rl.runtime.episode_loop import EPISODE_SCALARS, EpisodeLoop
 from robot_rl.runtime.evaluation import evaluate
 from robot_rl.runtime.learning_core import LearningCore
+from robot_rl.runtime.progress import Every, PerSecond, on_stop
 from robot_rl.runtime.run_dir import RunLogger
 
 FB_FIGURES = ("return", "length", "success")
@@ -250,7 +248,8 @@ def run_forward_backward(
         )
     active.loop.reset(seed=cfg.seed + start)
     chunk = cfg.utd_ratio * cfg.update_every
-    last_log_time, last_log_step = time.perf_counter(), start
+    log_due, eval_due = Every(cfg.log_every, start), Every(cfg.eval_every, start)
+    env_rate = PerSecond(start)
 
     def loop_state() -> dict:
         return dict(active=active.name, dry_streak=dry_streak, resets=resets, handovers=handovers)
@@ -268,8 +267,16 @@ def run_forward_backward(
                 f"return {result.return_mean:.1f}"
             )
 
+    def stopped() -> None:  # keep what both policies learned, every stored transition
+        if checkpoint is not None:
+            step = forward.steps + backward.steps
+            checkpoint(step, loop_state())
+            console.print(
+                f"[yellow]interrupted[/] at step {step}: checkpoints written, --resume goes on"
+            )
+
     step = start
-    try:
+    with on_stop(stopped):
         for step in range(start + 1, cfg.total_steps + 1):
             d = active
             result = d.loop.step(d.act)
@@ -301,33 +308,24 @@ def run_forward_backward(
                     active.loop.begin(active.env.start_in_place()[0])
                     handovers += 1
 
-            if step % cfg.eval_every == 0 or step == cfg.total_steps:
+            reached = False
+            if eval_due.due(step) or step == cfg.total_steps:
                 evaluate_both(step)
                 if checkpoint is not None:
                     checkpoint(step, loop_state())
-            if step % cfg.log_every == 0:
-                rate = (step - last_log_step) / max(time.perf_counter() - last_log_time, 1e-9)
+                success = min(d.last_eval["success_rate"] for d in (forward, backward))
+                reached = cfg.stop_at_success is not None and success >= cfg.stop_at_success
+            if log_due.due(step):
                 console.print(
                     f"step {step}/{cfg.total_steps} | forward {forward.episodes} episodes, "
                     f"success (last 20) {np.mean(forward.recent[-20:] or [0]):.0%} | backward "
                     f"{backward.episodes}, {np.mean(backward.recent[-20:] or [0]):.0%} | resets "
                     f"{resets['failure'] + resets['stalled']} after the start | "
-                    f"{rate:.0f} env steps/s"
+                    f"{env_rate(step):.0f} env steps/s"
                 )
-                last_log_time, last_log_step = time.perf_counter(), step
-            if (
-                cfg.stop_at_success is not None
-                and forward.last_eval is not None
-                and forward.last_eval["step"] == step
-                and min(forward.last_eval["success_rate"], backward.last_eval["success_rate"])
-                >= cfg.stop_at_success
-            ):
+            if reached:
                 console.print("both directions reached the stop criterion: stopping early")
                 break
-    except KeyboardInterrupt:
-        if checkpoint is not None:  # keep what both policies learned, every stored transition
-            checkpoint(forward.steps + backward.steps, loop_state())
-        raise
     return {
         "env_steps": step,
         "resets": resets,
@@ -404,12 +402,6 @@ def train_forward_backward(cfg: ForwardBackwardConfig, console: Console | None =
         summary = run_forward_backward(
             cfg, *directions, console=console, resume=state, checkpoint=checkpoint
         )
-    except KeyboardInterrupt:
-        console.print(
-            f"[yellow]interrupted[/] at step {forward.steps + backward.steps}: "
-            "checkpoints written, --resume goes on"
-        )
-        raise
     finally:
         forward_env.close()  # closes the shared twin; backward_env has nothing of its own
         for env in eval_envs:

@@ -1,14 +1,11 @@
 """The learner process: trains as transitions arrive from any number of actors.
 
 When the update-to-data ratio (``LearningCore``) allows no further update, the loop blocks on
-the arrival queue instead of sleeping. Checkpoints hold the agent, its optimisers, both buffers
-and each actor's sequence cursor; with the ingest log replayed on top, ``--resume`` after a crash
-stores every acknowledged transition exactly once. A logged transition that this learner would
-refuse today (written by an older, laxer version) is skipped with a warning, never fatal.
-
-A checkpoint that cannot be written (a full disk) costs one line and is tried again at the next
-interval: everything acknowledged since the last one is in the ingest log. Only the final
-checkpoint's failure ends the run with an error.
+the arrival queue. Checkpoints hold the agent, its optimisers, both buffers and each actor's
+sequence cursor; with the ingest log replayed on top, ``--resume`` after a crash stores every
+acknowledged transition exactly once (a logged transition this learner refuses is skipped with
+a warning). A checkpoint that cannot be written (a full disk) costs one line and is tried again
+at the next interval; only the final checkpoint's failure ends the run with an error.
 """
 
 from __future__ import annotations
@@ -35,6 +32,7 @@ from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.episode_loop import EPISODE_SCALARS
 from robot_rl.runtime.learning_core import LearningCore, checkpoint_metadata
 from robot_rl.runtime.observation_mode import ObservationMode
+from robot_rl.runtime.progress import Every, PerSecond, on_stop
 from robot_rl.runtime.recipes import Unset, resolve
 from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.utd_tracker import UtdTracker
@@ -154,8 +152,7 @@ class _StopRequest:
     interrupted), and the training loop, where it only notes it, stops at the next update."""
 
     def __init__(self):
-        self.requested = False
-        self.deferred = False
+        self.requested = self.deferred = False
 
     def __call__(self, *_) -> None:
         self.requested = True
@@ -306,7 +303,7 @@ class Learner:
                 shutil.rmtree(partial, ignore_errors=True)  # give the space back
             why = "the disk is full" if is_disk_full(err) else f"{err.strerror or err}"
             if final:
-                self._abandon_metrics()
+                self.logger.close()  # what the disk cannot take is given up, quietly
                 raise CheckpointWriteError(
                     f"the final checkpoint could not be written to {self.ckpt_dir}: {why}; "
                     f"everything acknowledged is in the ingest log: free space and run again "
@@ -325,20 +322,6 @@ class Learner:
             self.console.print("checkpoint written again")
             self._checkpoint_failing = False
         return True
-
-    def _abandon_metrics(self) -> None:
-        """The run ends on a full disk: close the TensorBoard writer now and quietly. Left
-        open, its flush at interpreter exit would print a traceback after our one line."""
-        writer = getattr(getattr(self, "logger", None), "_writer", None)
-        if writer is None:
-            return
-        try:
-            writer.close()
-        except OSError:
-            for file_writer in (getattr(writer, "all_writers", None) or {}).values():
-                events = getattr(file_writer, "event_writer", None)
-                if events is not None:
-                    events._closed = True  # tensorboardX's flag: its exit hook does nothing
 
     def _write_checkpoint(self) -> int:
         segment = self.ingest_log.rotate()
@@ -446,55 +429,56 @@ class Learner:
             f"{cfg.agent.num_critics} critics, updates after {cfg.start_steps} transitions "
             f"-> {self.run_dir}"
         )
-        last_ckpt = last_log = last_status = loop_start = time.monotonic()
-        waiting = 0.0  # seconds blocked on the queue: the actors' data, not training, bounds them
-        last_published, log_updates, info = self.updates, self.updates, {}
-        stop.deferred = True
-        try:
-            while not self.done():
-                if stop.requested:
-                    raise KeyboardInterrupt  # checkpoint below, exit 130
-                self._drain(block=False)
-                self._record_episodes()
-                if self.core.may_update(cfg.update_chunk):
-                    # no wait: the next batch is sampled while XLA runs this one
-                    info = self.core.update(cfg.update_chunk, wait=False)
-                    if self.updates - last_published >= cfg.publish_every:
-                        self.version += 1
-                        self.publish()
-                        last_published = self.updates
-                else:
-                    t0 = time.monotonic()
-                    self._drain(block=True)  # ahead of the data: wait for transitions
-                    waiting += time.monotonic() - t0
-                now = time.monotonic()
-                if now - last_status >= 0.1:
-                    lag = self.lag()
-                    self.server.publish_status(
-                        {"lag": lag, "version": self.version, "updates": self.updates}
-                    )
-                    self.utd_tracker.observe(self.received, self.updates, lag)
-                    last_status = now
-                if now - last_log >= cfg.log_every:
-                    # JAX dispatches asynchronously: count only updates that have finished
-                    jax.block_until_ready(self.core.agent)
-                    now = time.monotonic()
-                    ups = (self.updates - log_updates) / max(now - last_log, 1e-9)
-                    self._progress(ups)
-                    if self.updates > log_updates:
-                        self._log_scalars(self.received, {k: float(v) for k, v in info.items()})
-                    last_log, log_updates = now, self.updates
-                if now - last_ckpt >= cfg.checkpoint_interval:
-                    self.checkpoint()
-                    last_ckpt = now
-            self.checkpoint(final=True)
-        except KeyboardInterrupt:
+        # waiting: seconds blocked on the queue: the actors' data, not training, bounds them
+        loop_start, waiting, info = time.monotonic(), 0.0, {}
+        status_due, log_due, checkpoint_due = (
+            Every(s, loop_start, grid=False) for s in (0.1, cfg.log_every, cfg.checkpoint_interval)
+        )
+        publish_due = Every(cfg.publish_every, self.updates, grid=False)
+        update_rate = PerSecond(self.updates)
+
+        def stopped() -> None:
             self.checkpoint(final=True)
             self._finish(loop_start, waiting)  # the figures too: a stopped run is reported
             self.console.print(
                 f"[yellow]interrupted[/]: checkpoint written; --resume --run-dir {self.run_dir}"
             )
-            raise
+
+        stop.deferred = True
+        try:
+            with on_stop(stopped):
+                while not self.done():
+                    if stop.requested:
+                        raise KeyboardInterrupt  # checkpoint above, exit 130
+                    self._drain(block=False)
+                    self._record_episodes()
+                    if self.core.may_update(cfg.update_chunk):
+                        # no wait: the next batch is sampled while XLA runs this one
+                        info = self.core.update(cfg.update_chunk, wait=False)
+                        if publish_due.due(self.updates):
+                            self.version += 1
+                            self.publish()
+                    else:
+                        t0 = time.monotonic()
+                        self._drain(block=True)  # ahead of the data: wait for transitions
+                        waiting += time.monotonic() - t0
+                    now = time.monotonic()
+                    if status_due.due(now):
+                        lag = self.lag()
+                        self.server.publish_status(
+                            {"lag": lag, "version": self.version, "updates": self.updates}
+                        )
+                        self.utd_tracker.observe(self.received, self.updates, lag)
+                    if log_due.due(now):
+                        # JAX dispatches asynchronously: count only updates that have finished
+                        jax.block_until_ready(self.core.agent)
+                        ups = update_rate(self.updates)
+                        self._progress(ups)
+                        if ups:
+                            self._log_scalars(self.received, {k: float(v) for k, v in info.items()})
+                    if checkpoint_due.due(now):
+                        self.checkpoint()
+                self.checkpoint(final=True)
         finally:
             self.server.stop()
             self.ingest_log.close()

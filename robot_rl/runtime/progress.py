@@ -1,15 +1,18 @@
-"""Progress with an ETA for long jobs (training, evaluation, recording, classifier training).
-
-On a terminal, a rich progress bar below the job's own lines (which the console prints above
-it). Anywhere else (a log file, CI, a pipe), one plain line per update, at most one every
-``min_interval`` seconds and always at the end, so a log grows by whole lines that say how far
-the job is and when it will end, never by a redrawn bar.
+"""How far a long job is, and the bookkeeping of the outer loops (train, forward-backward,
+actor, learner). ``JobProgress``: on a terminal a rich progress bar below the job's own lines;
+anywhere else (a log file, CI, a pipe) one whole line per update with an ETA, at most one every
+``min_interval`` seconds and always at the end. ``Every``: when a progress line, an evaluation or
+a checkpoint is due; ``PerSecond``: a count's rate since the last line; ``on_stop``: on Ctrl-C or
+SIGTERM the final save and its one line. What is logged, evaluated and saved stays with each loop.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 
@@ -47,11 +50,10 @@ class JobProgress:
         self.what, self.total, self.unit = what, max(int(total), 0), unit
         self.console = console or Console(soft_wrap=True, stderr=False)
         self.start, self.done = start, start
-        self.min_interval = min_interval
         self.lines = lines
         self._clock = clock
         self._started = clock()
-        self._last_line: float | None = None
+        self._line_due = Every(min_interval, -math.inf, grid=False)  # the first line at once
         self._bar = None
         if self.console.is_terminal:
             from rich.progress import (
@@ -107,10 +109,7 @@ class JobProgress:
             return
         if not self.lines:
             return
-        now = self._clock()
-        due = self._last_line is None or now - self._last_line >= self.min_interval
-        if due or self.done >= self.total:
-            self._last_line = now
+        if self._line_due.due(self._clock()) or self.done >= self.total:
             print(self.line(note), file=self.console.file, flush=True)
 
     def close(self) -> None:
@@ -128,3 +127,43 @@ class JobProgress:
 def stderr_console() -> Console:
     """A console for progress of a job whose stdout is its result (JSON and the like)."""
     return Console(soft_wrap=True, file=sys.stderr)
+
+
+class Every:
+    """``due(now)``: True once per ``interval`` of a count that only grows: at its multiples
+    after ``start`` (env steps: a resumed run keeps them), or with ``grid=False`` (seconds)
+    ``interval`` after ``start``, then after each time it was due."""
+
+    def __init__(self, interval: float, start: float = 0, *, grid: bool = True):
+        self.interval = interval
+        self.next = (start // interval + 1) * interval if grid else start + interval
+
+    def due(self, now: float) -> bool:
+        if now < self.next:
+            return False
+        self.next = now + self.interval
+        return True
+
+
+class PerSecond:
+    """A count's rate per second of ``clock`` since the previous call (or since made)."""
+
+    def __init__(self, count: float = 0, clock: Callable[[], float] = time.monotonic):
+        self._clock, self._count, self._since = clock, count, clock()
+
+    def __call__(self, count: float) -> float:
+        now = self._clock()
+        rate = (count - self._count) / max(now - self._since, 1e-9)
+        self._count, self._since = count, now
+        return rate
+
+
+@contextmanager
+def on_stop(final: Callable[[], object]) -> Iterator[None]:
+    """On Ctrl-C or SIGTERM (``robot_rl.runtime.stopping``) inside: ``final()`` (what the run
+    keeps, and its one line), then the interrupt goes on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        final()
+        raise

@@ -30,7 +30,7 @@ from robot_rl.runtime.interventions import (
 )
 from robot_rl.runtime.learning_core import INTERVENTION_FIELDS, LearningCore, checkpoint_metadata
 from robot_rl.runtime.observation_mode import ObservationMode
-from robot_rl.runtime.progress import JobProgress, format_seconds
+from robot_rl.runtime.progress import Every, JobProgress, PerSecond, format_seconds, on_stop
 from robot_rl.runtime.recipes import Unset, resolve
 from robot_rl.runtime.run_dir import RunLogger
 from robot_rl.runtime.stopping import stop_name
@@ -283,16 +283,26 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
     loop.reset(seed=cfg.seed + start_step)
     chunk = cfg.utd_ratio * cfg.update_every
     last_eval, update_info, eval_seconds, run_start = None, {}, 0.0, time.perf_counter()
-    loop_start, last_log_step, updates_at_log, seconds_at_log = (
-        time.perf_counter(), start_step, core.updates, core.update_seconds
-    )  # fmt: skip
+    log_due, eval_due, checkpoint_due = (
+        Every(n, start_step) for n in (cfg.log_every, cfg.eval_every, cfg.checkpoint_every)
+    )
+    env_rate = PerSecond(start_step)
+    update_rate = PerSecond(core.updates, clock=lambda: core.update_seconds)
     # A person at the teleop device needs the twin at the task's rate, not as fast as it can go.
     operator_pace = realtime_pace(env, cfg.interventions, cfg.backend)
     gym = cfg.backend == "gym"  # no success signal: its figures are returns
     last_return = None
     # a bar on a terminal; in a log file the progress lines below carry the ETA
     progress = JobProgress("train", cfg.total_steps, console=console, start=start_step, lines=False)
-    try:
+
+    def stopped() -> None:  # keep what this run learned: the agent, every stored transition
+        checkpoint_now(core.received)
+        console.print(
+            f"[yellow]stopped ({stop_name()})[/] at step {core.received}: checkpoint written, "
+            "--resume goes on"
+        )
+
+    with progress, on_stop(stopped):
         for step in range(start_step + 1, cfg.total_steps + 1):
             ended = loop.step(policy).ended
             progress.update(step)
@@ -307,11 +317,12 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                 logger.scalars(step, {**figures, **ended.info.get("intervention_metrics", {})})
             while core.may_update(chunk):
                 update_info = core.update(chunk)
-            if step % cfg.log_every == 0 and update_info:
+            log_now = log_due.due(step)
+            if log_now and update_info:
                 logger.scalars(step, {k: float(v) for k, v in update_info.items()})
 
             done = step == cfg.total_steps
-            if step % cfg.eval_every == 0 or done:
+            if eval_due.due(step) or done:
                 eval_start = time.perf_counter()
                 result = evaluate(
                     core.agent.eval_actions, eval_env, cfg.eval_episodes, cfg.seed + 1
@@ -326,15 +337,9 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                     f"  eval @ {step}: return {result.return_mean:.1f}"
                     f" +- {result.return_std:.1f}{success}"
                 )
-            if step % cfg.log_every == 0:
-                elapsed = time.perf_counter() - loop_start
-                seconds = core.update_seconds - seconds_at_log
-                ups = (core.updates - updates_at_log) / seconds if seconds else 0.0
-                hil_part = ""
-                if hil:
-                    hil_part = (
-                        f"interventions (last 20) {loop.recent_intervention_rate() or 0:.0%} | "
-                    )
+            if log_now:
+                share = loop.recent_intervention_rate() or 0
+                hil_part = f"interventions (last 20) {share:.0%} | " if hil else ""
                 if gym:
                     trained = "" if last_return is None else f"last return {last_return:.1f}"
                 else:
@@ -343,28 +348,17 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                     f"step {step}/{cfg.total_steps} | episodes {loop.episodes} | "
                     f"{trained + ' | ' if trained else ''}"
                     f"{hil_part}"
-                    f"{(step - last_log_step) / max(elapsed, 1e-9):.0f} env steps/s | "
-                    f"{ups:.0f} updates/s | ETA {format_seconds(progress.eta())}"
+                    f"{env_rate(step):.0f} env steps/s | "
+                    f"{update_rate(core.updates):.0f} updates/s | "
+                    f"ETA {format_seconds(progress.eta())}"
                 )
-                loop_start, last_log_step = time.perf_counter(), step
-                updates_at_log, seconds_at_log = core.updates, core.update_seconds
-            if step % cfg.checkpoint_every == 0 or done:
+            if checkpoint_due.due(step) or done:
                 checkpoint_now(step)
             if last_eval is not None and last_eval["step"] == step and reached(cfg, last_eval):
                 console.print("reached the stop criterion: stopping early")
                 if not done and step % cfg.checkpoint_every:
                     checkpoint_now(step)
                 break
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (robot_rl.runtime.stopping)
-        progress.close()
-        # Keep what this run learned: the agent and every stored transition up to this step.
-        checkpoint_now(core.received)
-        console.print(
-            f"[yellow]stopped ({stop_name()})[/] at step {core.received}: checkpoint written, "
-            "--resume goes on"
-        )
-        raise
-    progress.close()
 
     summary = {
         "run_dir": str(run_dir),

@@ -4,4 +4,5 @@ a loopback address) in the pick-cube scene, its cameras rendered from that world
 simulated operator on the teleop topics (``hardware/fr3_sim.yaml``); ``car_cell`` and
 ``vesc_peer``: the car twin behind the VESC serial protocol (``hardware/car_sim.yaml``);
 ``software_realsense``: an ``rs.software_device`` whose frames go through the real librealsense
-pipeline, for the RealSense driver's tests and benchmark."""
+pipeline, for the RealSense driver's tests and benchmark. ``processes`` and ``franka_harness``
+(with ``franky_sim_peer``) are what the tests and benchmarks share to run these as processes."""

@@ -27,59 +27,23 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from std_msgs.msg import Bool, Float64MultiArray
 
-from robot_rl.drivers.config import length, param, positive
 from robot_rl.ros.convert import diagnostic_array
 from robot_rl.ros.node_base import declare_config, node_help, run_node
 from robot_rl.ros.node_help import help_asked
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
 from robot_rl.sim.cells.cell_process import bringup, chosen_part, physics_status
-from robot_rl.sim.cells.cell_process import part_field as cell_part_field
-
-STATE_TOPIC = "/sim/car/state"
-"""Float64MultiArray: [wall stamp, qpos...] of the car's world, for its camera."""
-COLLISION_TOPIC = "/sim/collision"
-PARTS = ("world", "camera", "human")
-
-
-def part_field(default: str):
-    return cell_part_field(PARTS, default)
-
-
-@dataclass(frozen=True)
-class CarWorldConfig:
-    part: str = part_field("world")
-    port: str = param(
-        "/tmp/robot_rl_car_sim/vesc",
-        "where the VESC's pty appears (a symlink): the VESC node's port",
-    )
-    start_pose: tuple = param(
-        [0.0, -3.25, 0.0],
-        "where the car starts: x, y (m), yaw (rad); the VESC node's initial_pose",
-        length(3),
-    )
-    physics_hz: float = param(100.0, "physics steps per simulated second", positive)
-    realtime: bool = param(True, "pace the physics to wall time (false: as fast as it goes)")
-    state_rate: float = param(30.0, "rate of /sim/car/state and /sim/collision (wall Hz)", positive)
-    wheel_radius: float = param(0.05, "calibration: wheel radius (m)", positive)
-    gear_ratio: float = param(10.0, "calibration: motor turns per wheel turn", positive)
-    motor_poles: int = param(4, "calibration: magnet poles of the motor", positive)
-    servo_centre: float = param(0.5, "calibration: servo position that drives straight")
-    servo_per_radian: float = param(-0.7, "calibration: servo position per radian")
-    duty_per_mps: float = param(0.05, "calibration: duty cycle per m/s", positive)
-    manage: str = param(
-        "",
-        "lifecycle nodes (comma-separated, e.g. /car/vesc, started with "
-        "autostart false) to configure and activate once the port exists",
-    )
+from robot_rl.sim.cells.configs import PARTS, CarWorldConfig
+from robot_rl.sim.cells.topics import CAR_STATE_TOPIC, COLLISION_TOPIC
 
 
 class CarWorldNode(Node):
+    config_class = CarWorldConfig
+
     def __init__(self, **kwargs):
         super().__init__("car_cell", **kwargs)
         self.config = c = declare_config(self, CarWorldConfig)
@@ -96,7 +60,7 @@ class CarWorldNode(Node):
         self.world = CarWorld(c.port, calibration, c.start_pose, c.physics_hz, c.realtime)
         self.world.start()
         self.get_logger().info(f"the car twin answers as a VESC on {c.port}")
-        self._state_pub = self.create_publisher(Float64MultiArray, STATE_TOPIC, state_qos())
+        self._state_pub = self.create_publisher(Float64MultiArray, CAR_STATE_TOPIC, state_qos())
         self._collision_pub = self.create_publisher(Bool, COLLISION_TOPIC, sensor_qos())
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
         self.create_timer(1.0 / c.state_rate, self._publish_state)
@@ -153,9 +117,6 @@ def main(args: list[str] | None = None) -> None:
         from robot_rl.sim.cells.car_human import CarHumanNode as factory
     sys.exit(run_node(factory, args))
 
-
-CONFIG = CarWorldConfig
-NODE = CarWorldNode
 
 if __name__ == "__main__":
     main()

@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -50,7 +49,6 @@ from rclpy.node import Node
 from sensor_msgs.msg import Joy
 from std_msgs.msg import Bool, Float64MultiArray
 
-from robot_rl.drivers.config import one_of, param, positive
 from robot_rl.ros import convert
 from robot_rl.ros.node_base import declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos, teleop_qos
@@ -61,60 +59,13 @@ from robot_rl.ros.teleop_contract import (
     SUCCESS_BUTTON,
     TWIST_TOPIC,
 )
-from robot_rl.sim.cells.car_cell import COLLISION_TOPIC, STATE_TOPIC, part_field
+from robot_rl.sim.cells.configs import CAR_OPERATOR_MODES as MODES
+from robot_rl.sim.cells.configs import CarHumanConfig
 from robot_rl.sim.cells.teleop_publish import publish_teleop
+from robot_rl.sim.cells.topics import CAR_STATE_TOPIC, COLLISION_TOPIC
 
-MODES = ("drive", "demonstrate", "watch")
 MOVING = 0.3
 """Above this speed (m/s) the car counts as driving (demonstrate's clock runs)."""
-"""What the operator is doing (the ``mode`` parameter): module docstring."""
-
-_share = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
-_at_least_one = (lambda v: v >= 1, "must be >= 1")
-_not_negative = (lambda v: v >= 0.0, "must be >= 0")
-
-
-@dataclass(frozen=True)
-class CarHumanConfig:
-    part: str = part_field("human")
-    mode: str = param(
-        "watch",
-        "what the operator does: 'drive' (slow clean laps, RB held: record-lap), 'demonstrate' "
-        "(driving, success pressed every demo_seconds: record-demos), 'watch' "
-        "(hands off; corrections with correct_offset > 0: up robot, eval); settable while it runs",
-        one_of(*MODES),
-    )
-    speed: float = param(1.0, "drive: the slow lap's speed (m/s)", positive)
-    max_speed: float = param(
-        1.5,
-        "drive: the speed (m/s) a full deflection of the speed stick means: record-lap's "
-        "--max-speed",
-        positive,
-    )
-    demo_speed: float = param(
-        2.0,
-        "demonstrate: the speed it drives demonstrations at (m/s; 0: as fast as it dares)",
-        _not_negative,
-    )
-    demo_seconds: float = param(
-        20.0, "demonstrate: seconds of clean driving before it presses success", positive
-    )
-    press_s: float = param(0.3, "how long one success press is held (s)", positive)
-    rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz)", positive)
-    control_hz: float = param(10.0, "how often it decides (Hz): the task's control rate", positive)
-    max_age: float = param(
-        0.5, "the operator acts only on a world state younger than this (s, by arrival)", positive
-    )
-    correct_offset: float = param(
-        0.0,
-        "watch: step in when the car is this far (m) off the centreline (the corridor's "
-        "half-width is 0.7); 0 = never (hands off)",
-        _not_negative,
-    )
-    takeover_steps: int = param(20, "watch: most control periods of one correction", _at_least_one)
-    total_share: float = param(
-        0.2, "watch: most corrected periods over the run, as a share", _share
-    )
 
 
 def _pose(qpos: np.ndarray) -> np.ndarray:
@@ -124,6 +75,8 @@ def _pose(qpos: np.ndarray) -> np.ndarray:
 
 
 class CarHumanNode(Node):
+    config_class = CarHumanConfig
+
     def __init__(self, **kwargs):
         super().__init__("simulated_human", **kwargs)
         self.config = c = declare_config(self, CarHumanConfig)
@@ -144,7 +97,7 @@ class CarHumanNode(Node):
         self._sticks: np.ndarray | None = None  # (speed, steering) deflections; None: hands off
         self._correcting = 0
         self.periods = self.corrected = self.takeovers = 0
-        self.create_subscription(Float64MultiArray, STATE_TOPIC, self._on_state, state_qos())
+        self.create_subscription(Float64MultiArray, CAR_STATE_TOPIC, self._on_state, state_qos())
         self.create_subscription(Bool, COLLISION_TOPIC, self._on_collision, sensor_qos())
         self._twist_pub = self.create_publisher(TwistStamped, TWIST_TOPIC, teleop_qos())
         self._joy_pub = self.create_publisher(Joy, JOY_TOPIC, teleop_qos())
@@ -271,6 +224,4 @@ class CarHumanNode(Node):
         )
 
 
-CONFIG = CarHumanConfig
-NODE = CarHumanNode
 main = main_for(CarHumanNode)  # the console script is car_cell's (part:=...)

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -55,7 +54,6 @@ from sensor_msgs.msg import JointState, Joy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from robot_rl.drivers.config import one_of, param, positive
 from robot_rl.ros import convert
 from robot_rl.ros.node_base import ParameterError, declare_config, main_for
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, teleop_qos
@@ -69,8 +67,10 @@ from robot_rl.ros.teleop_contract import (
     SUCCESS_BUTTON,
     TWIST_TOPIC,
 )
-from robot_rl.sim.cells.fr3_cell import CUBE_TOPIC, RESET_OBJECTS, part_field
+from robot_rl.sim.cells.configs import FR3_OPERATOR_MODES as MODES
+from robot_rl.sim.cells.configs import CellHumanConfig
 from robot_rl.sim.cells.teleop_publish import publish_teleop
+from robot_rl.sim.cells.topics import CUBE_TOPIC, RESET_OBJECTS
 
 LIFTED = 0.03
 """The cube's bottom this far above the table counts as picked up (m)."""
@@ -80,8 +80,6 @@ HAND_CLEAR = 0.1
 """The TCP above this height leaves room to put the cube back (m)."""
 TIDY_PERIOD = 2.0
 """Seconds between two tidy-ups at most (the world places the cube at its next step)."""
-MODES = ("correct", "demonstrate", "label")
-"""What the operator is doing (the ``mode`` parameter): module docstring."""
 
 
 def _position(msg: PoseStamped) -> np.ndarray:
@@ -92,67 +90,9 @@ def _gripper(msg: JointState) -> np.ndarray:
     return np.clip(np.array(msg.position[:1]), 0, 1)
 
 
-_share = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
-_at_least_one = (lambda v: v >= 1, "must be >= 1")
-
-
-@dataclass(frozen=True)
-class CellHumanConfig:
-    part: str = part_field("human")
-    task: str = param("pick_cube", "task the operator knows how to do")
-    seed: int = param(0, "seed of the operator's choices")
-    arm_namespace: str = param("/arm", "namespace of the arm's driver")
-    rate_hz: float = param(50.0, "publishing rate of /teleop/twist and /teleop/joy (Hz)", positive)
-    max_age: float = param(
-        0.5, "the operator acts only on readings younger than this (s, by arrival)", positive
-    )
-    stuck_window: int = param(
-        15, "control periods without progress after which the policy counts as stuck", _at_least_one
-    )
-    takeover_steps: int = param(15, "control periods of one correction", _at_least_one)
-    episode_share: float = param(0.3, "most corrected periods per max_episode_steps", _share)
-    total_share: float = param(0.2, "most corrected periods over the run, as a share", _share)
-    decay_steps: int = param(
-        0,
-        "the per-episode share falls linearly to zero over this many control periods watched, "
-        "as a person steps in less as the robot learns (0: never)",
-        (lambda v: v >= 0, "must be >= 0"),
-    )
-    tidy: bool = param(
-        True,
-        "put the cube at a new random place when it was picked up and put "
-        "down, or pushed out of reach",
-    )
-    place_each_episode: bool = param(
-        False,
-        "also put the cube at a new random place at every reset of the arm (seen as the arm "
-        "driver's /diagnostics mode 'resetting'), as a person evaluating a policy does: each "
-        "episode then starts from a fresh placement, not from where the last attempt left it",
-    )
-    say_success: bool = param(
-        True,
-        "press the success button (/teleop/joy button 3, the actor's --operator joy) once each "
-        "time it sees the task done",
-    )
-    success_press_s: float = param(0.3, "how long one success press is held (s)", positive)
-    answer_questions: bool = param(
-        True,
-        "answer the actor's questions on /operator/query (the classifier's success): reject "
-        "when it sees the task not done, success when done, after answer_delay_min..max s",
-    )
-    answer_delay_min: float = param(0.5, "shortest reaction time to a question (s)", positive)
-    answer_delay_max: float = param(2.0, "longest reaction time to a question (s)", positive)
-    mode: str = param(
-        "correct",
-        "what the operator does: 'correct' (step in on trouble), 'demonstrate' (drive whole "
-        "episodes, press success or reject: record-demos), 'label' (varied behaviours, success "
-        "held while the task is done: record-labels); settable while it runs",
-        one_of(*MODES),
-    )
-    fail_share: float = param(0.15, "demonstrate: share of attempts it botches and rejects", _share)
-
-
 class CellHumanNode(Node):
+    config_class = CellHumanConfig
+
     def __init__(self, **kwargs):
         super().__init__("simulated_human", **kwargs)
         self.config = c = declare_config(self, CellHumanConfig)
@@ -451,6 +391,4 @@ class CellHumanNode(Node):
         )
 
 
-CONFIG = CellHumanConfig
-NODE = CellHumanNode
 main = main_for(CellHumanNode)  # the console script is fr3_cell's (part:=...)

@@ -9,16 +9,8 @@ import sys
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
-from robot_rl.drivers.config import one_of, param
-
 SLOW_FACTOR = 0.5
 """Below this real-time factor the world's status is a warning."""
-
-
-def part_field(parts: tuple[str, ...], default: str):
-    return param(
-        default, f"which part of the cell this process is: {', '.join(parts)}", one_of(*parts)
-    )
 
 
 def chosen_part(args: list[str] | None, parts: tuple[str, ...]) -> str:

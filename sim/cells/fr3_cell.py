@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
@@ -34,52 +33,18 @@ from rclpy.node import Node
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
-from robot_rl.drivers.config import param, positive
 from robot_rl.ros.convert import diagnostic_array, pose_to_msg
 from robot_rl.ros.node_base import ParameterError, declare_config, node_help, run_node
 from robot_rl.ros.node_help import help_asked
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
 from robot_rl.sim.cells.cell_process import bringup, chosen_part, physics_status
-from robot_rl.sim.cells.cell_process import part_field as cell_part_field
-
-STATE_TOPIC = "/sim/cell/state"
-"""Float64MultiArray: [wall stamp, qpos...] of the cell's world, for its cameras."""
-CUBE_TOPIC = "/sim/objects/cube/pose"
-SUCCESS_TOPIC = "/sim/success"
-RESET_OBJECTS = "/sim/reset_objects"
-PARTS = ("world", "camera", "human")
-
-
-def part_field(default: str):
-    return cell_part_field(PARTS, default)
-
-
-@dataclass(frozen=True)
-class CellWorldConfig:
-    part: str = part_field("world")
-    host: str = param(
-        "127.13.0.1",
-        "loopback address franky-sim serves the Franka protocol on (the Franka node's robot_ip)",
-    )
-    task: str = param("pick_cube", "task whose scene the cell holds")
-    seed: int = param(0, "seed of the cube's placements")
-    realtime: bool = param(True, "pace the physics to wall time (false: as fast as it goes)")
-    state_rate: float = param(30.0, "rate of the ground truth and state topics (wall Hz)", positive)
-    linger: float = param(
-        10.0,
-        "on stop, keep serving until the Franka node has disconnected, "
-        "at most this many seconds (a robot stays on while its driver stops)",
-        positive,
-    )
-    manage: str = param(
-        "",
-        "lifecycle nodes (comma-separated, e.g. /arm/franka_driver, started "
-        "with autostart false) to configure and activate once franky-sim "
-        "serves: the robot is on before its driver connects",
-    )
+from robot_rl.sim.cells.configs import PARTS, CellWorldConfig
+from robot_rl.sim.cells.topics import CUBE_TOPIC, FR3_STATE_TOPIC, RESET_OBJECTS, SUCCESS_TOPIC
 
 
 class CellWorldNode(Node):
+    config_class = CellWorldConfig
+
     def __init__(self, **kwargs):
         super().__init__("fr3_cell", **kwargs)
         self.config = c = declare_config(self, CellWorldConfig)
@@ -91,7 +56,7 @@ class CellWorldNode(Node):
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
         self.world.start()  # raises OSError in one line if the address is taken
         self.get_logger().info(f"franky-sim serves the FR3 of the {c.task} cell on {c.host}")
-        self._state_pub = self.create_publisher(Float64MultiArray, STATE_TOPIC, state_qos())
+        self._state_pub = self.create_publisher(Float64MultiArray, FR3_STATE_TOPIC, state_qos())
         self._cube_pub = self.create_publisher(PoseStamped, CUBE_TOPIC, sensor_qos())
         self._success_pub = self.create_publisher(Bool, SUCCESS_TOPIC, sensor_qos())
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
@@ -160,9 +125,6 @@ def main(args: list[str] | None = None) -> None:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
 
-
-CONFIG = CellWorldConfig
-NODE = CellWorldNode
 
 if __name__ == "__main__":
     main()

@@ -17,27 +17,12 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Float64MultiArray
 
-from robot_rl.drivers.config import param, positive
 from robot_rl.ros.convert import array_to_image, camera_info, diagnostic_array
 from robot_rl.ros.node_base import ParameterError, declare_config
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
 
 STALE_AFTER = 2.0
 """Wall seconds without a new world state before the diagnostics warn."""
-
-_size = (lambda v: 8 <= v <= 1024, "must be an integer in [8, 1024]")
-
-
-def rate_field():
-    return param(10.0, "frames per wall second (at most one per world state)", positive)
-
-
-def size_field(default: int, what: str):
-    return param(default, f"image {what} (px)", _size)
-
-
-def frame_id_field():
-    return param("", "frame of the images (default: the camera name)")
 
 
 class RenderingNode(Node):

@@ -1,8 +1,10 @@
-"""What the Franka driver tests and benchmark share: a franky-sim peer process
-(``franky_sim_peer.py``), the driver as its own process (``robot-rl-franka``'s module) and a
-ROS 2 client that watches the arm topics, streams commands and calls the services.
+"""A Franka driver bench on loopback, for the tests and benchmarks: a franky-sim peer process
+(``franky_sim_peer``), the Franka node as its own process (``robot-rl-franka``'s module), a
+ROS 2 client that watches the arm topics, streams commands and calls the services, and the
+simulated FR3 cell's hardware file on an address of the caller's (``cell_hardware``).
 
-Everything stays on loopback: the peer serves on a 127.x address of this run's own.
+Everything stays on loopback: the peer serves on a 127.x address of this process's own. ROS 2
+is imported only when a client is made.
 """
 
 from __future__ import annotations
@@ -16,18 +18,31 @@ import time
 from pathlib import Path
 
 import numpy as np
-from process_helpers import Proc, node_command, wait_for
 
-__all__ = ["ArmClient", "Driver", "Peer", "loopback_host", "wait_for"]
+from robot_rl.sim.cells.processes import Proc, node_command, wait_for
 
-PEER_SCRIPT = Path(__file__).with_name("franky_sim_peer.py")
+__all__ = ["DOWN", "ArmClient", "Driver", "Peer", "cell_hardware", "loopback_host", "wait_for"]
+
 DOWN = np.array([0.0, 1.0, 0.0, 0.0])  # w-x-y-z, the tool pointing down
+CELL_ADDRESS = "127.13.0.1"
+"""The simulated FR3 cell's address in ``hardware/fr3_sim.yaml``."""
 
 
 def loopback_host(last: int = 1) -> str:
     """A loopback address of this process's own (127.13.N.last), so parallel runs never share
     franky-sim's fixed ports."""
     return f"127.13.{os.getpid() % 250 + 1}.{last}"
+
+
+def cell_hardware(host: str, directory: Path) -> Path:
+    """``hardware/fr3_sim.yaml`` with the cell on ``host`` instead of its default address,
+    written into ``directory``."""
+    from robot_rl.hardware import find_hardware
+
+    text = find_hardware("fr3_sim").read_text().replace(CELL_ADDRESS, host)
+    path = Path(directory) / "fr3_sim.yaml"
+    path.write_text(text)
+    return path
 
 
 class Peer:
@@ -40,7 +55,7 @@ class Peer:
 
     def start(self, timeout: float = 120.0) -> None:
         self._lines = queue.Queue()
-        command = [sys.executable, str(PEER_SCRIPT), "--host", self.host]
+        command = [sys.executable, "-m", "robot_rl.sim.cells.franky_sim_peer", "--host", self.host]
         self.proc = Proc(command, self.log, pipes=True)
         threading.Thread(target=self._read, args=(self.proc, self._lines), daemon=True).start()
         line = self._next(timeout, "franky-sim to listen")
@@ -97,20 +112,15 @@ class ArmClient:
     the driver's services."""
 
     def __init__(self, namespace: str = "/arm"):
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
-        from ros_helpers import Spinner
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64
 
+        from robot_rl.ros.background_node import BackgroundNode
         from robot_rl.ros.qos import command_qos, sensor_qos
 
         self.ns = namespace
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        node = rclpy.create_node("franka_test_client", context=context)
-        self.node = node
         self.latest: dict[str, object] = {}
         self.counts: dict[str, int] = {}
         self.poses: list[tuple[float, np.ndarray]] = []  # (receive time, position)
@@ -123,11 +133,13 @@ class ArmClient:
             "ee_wrench": WrenchStamped,
             "gripper/joint_states": JointState,
         }
-        for name, msg_type in topics.items():
-            node.create_subscription(
-                msg_type, f"{namespace}/{name}", self._keeper(name), sensor_qos()
-            )
-        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+        subscriptions = [
+            (msg_type, f"{namespace}/{name}", self._keeper(name), sensor_qos())
+            for name, msg_type in topics.items()
+        ]
+        subscriptions.append((DiagnosticArray, "/diagnostics", self._on_diagnostics, 10))
+        self._background = BackgroundNode("franka_test_client", subscriptions, args=[])
+        node = self.node = self._background.node
         self.pose_pub = node.create_publisher(
             PoseStamped, f"{namespace}/cmd/ee_pose", command_qos()
         )
@@ -140,7 +152,6 @@ class ArmClient:
         self._closing = False
         self._streamer = threading.Thread(target=self._stream_loop, daemon=True)
         self._streamer.start()
-        self.spinner = Spinner(node, context)
 
     # -- readings ------------------------------------------------------------------------------
     def _keeper(self, name: str):
@@ -295,7 +306,9 @@ class ArmClient:
         return self.call(ChangeState, f"{self.ns}/{node}/change_state", request).success
 
     def close(self) -> None:
+        if self._closing:  # closed already
+            return
         self._closing = True
         self._streaming.clear()
         self._streamer.join(timeout=2)
-        self.spinner.close()
+        self._background.close()

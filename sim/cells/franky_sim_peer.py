@@ -1,8 +1,8 @@
 """A franky-sim robot (MuJoCo behind the real libfranka protocol) as a process the Franka
-driver tests and benchmark talk to, with a line protocol on stdin/stdout for what only the
-server can see:
+driver tests and benchmark talk to (``franka_harness.Peer``), with a line protocol on
+stdin/stdout for what only the server can see:
 
-    python tests/franky_sim_peer.py --host 127.0.13.1
+    python -m robot_rl.sim.cells.franky_sim_peer --host 127.0.13.1
 
 It prints ``ready <host>`` once the robot (port 1337) and the hand (port 1338) listen on
 ``host`` (a loopback address, never anything else). Commands on stdin, one per line:
