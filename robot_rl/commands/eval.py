@@ -31,7 +31,8 @@ class EvalConfig(OperatorOptions):
     seed: int = 1_000
     """Seed of the first evaluation episode's reset."""
     video: str | None = None
-    """Write an MP4 of the episodes to this path (twin only)."""
+    """Write an MP4 of the episodes to this path (the twin's scene, or a gymnasium env's
+    render_mode='rgb_array' frames)."""
     video_size: int = 256
     """Side of the video frames in pixels."""
     json_out: bool = False
@@ -148,15 +149,13 @@ def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) ->
         )
     if trained_on_robot:
         backend = "twin"
-    if config.video and backend == "gym":
-        raise UserError(
-            f"--video records the twin's scene or a camera: {path} was trained on the gymnasium "
-            f"env {env_id}, which renders no frames here; leave --video out"
-        )
     try:
         # the observation mode the checkpoint was trained in, scored by the twin's ground truth
         mode = observation_from_metadata(meta, privileged_state=config.privileged_state)
-        options = mode.task_options(task, ground_truth=True) if backend != "gym" else {}
+        if backend == "gym":
+            options = gym_options(path, meta, video=bool(config.video))
+        else:
+            options = mode.task_options(task, ground_truth=True)
         env = make_env(backend, task, env_id, config.seed, options)
         template = SACAgent.create(0, env.observation_space, env.action_space, read_config(path))
         agent = restore_agent(path, template)
@@ -187,6 +186,8 @@ def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) ->
     label = task if backend == "twin" else env_id
     out = {"checkpoint": str(path), "task": label, "step": meta.get("step"), **result.as_dict()}
     out["success_source"] = "twin-ground-truth" if backend == "twin" else "env"
+    if getattr(env, "success_signal", False):  # a gymnasium env whose info says success
+        out["success_source"] = "env-info"
     if trained_on_robot:
         out["evaluated_on"] = "twin"
         out["trained_on"] = meta.get("hardware") or "robot"
@@ -208,6 +209,23 @@ def _evaluate_on_twin(config: EvalConfig, path, meta: dict, console: Console) ->
     if recorder:
         console.print(f"video: {out['video']}")
     return 0
+
+
+def gym_options(path, meta: dict, video: bool = False) -> dict:
+    """The gymnasium env a checkpoint was trained on, as ``make_gym_env``'s keyword arguments:
+    its cameras and image size from the checkpoint, --env-kwargs and --state-keys from the
+    run's config.json beside checkpoints/ (none where there is no such file)."""
+    from robot_rl.envs.gym_adapter import parse_env_kwargs
+
+    run_config = Path(path).resolve().parent.parent / "config.json"
+    saved = json.loads(run_config.read_text()) if run_config.is_file() else {}
+    return {
+        "env_kwargs": parse_env_kwargs(saved.get("env_kwargs", ())),
+        "cameras": tuple(meta.get("cameras", ())),
+        "image_size": int(meta.get("image_size", 64)),
+        "state_keys": tuple(saved.get("state_keys", ())),
+        "render_mode": "rgb_array" if video else None,
+    }
 
 
 def judge_line(summary: dict) -> str:

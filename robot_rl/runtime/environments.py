@@ -14,12 +14,13 @@ def make_env(
     task_options: dict | None = None,
     ros=None,
 ):
-    """``ros``: a ``robot_rl.ros.config.RosBackendConfig`` for the 'ros' backend (default one
-    if None)."""
+    """``task_options``: ``make_task``'s keyword arguments, or for 'gym' ``make_gym_env``'s
+    (``env_kwargs``, ``cameras``, ``image_size``, ``state_keys``, ``render_mode``). ``ros``: a
+    ``robot_rl.ros.config.RosBackendConfig`` for the 'ros' backend (default one if None)."""
     if backend == "gym":
         from robot_rl.envs.gym_adapter import make_gym_env
 
-        return make_gym_env(env_id, seed=seed)
+        return make_gym_env(env_id, seed=seed, **(task_options or {}))
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     from robot_rl.envs.task import make_task

@@ -18,6 +18,7 @@ from rich.console import Console
 from robot_rl.agents.checkpoint import latest_checkpoint, read_metadata
 from robot_rl.agents.config import ENSEMBLE_AGENT, AgentConfig
 from robot_rl.agents.pretrained import create_agent
+from robot_rl.envs.gym_adapter import parse_env_kwargs
 from robot_rl.errors import UserError
 from robot_rl.runtime.demos import fill_demo_buffer
 from robot_rl.runtime.environments import BACKENDS, make_env
@@ -43,7 +44,16 @@ class TrainConfig(ObservationMode):
     backend: Literal["twin", "gym"] = "twin"
     """'twin' (the in-process MuJoCo twin of the task) or 'gym' (a gymnasium env, see env_id)."""
     env_id: str = "Pendulum-v1"
-    """Gymnasium environment id for --backend gym (Box observations, bounded Box actions)."""
+    """Gymnasium environment id for --backend gym (bounded Box actions; Box or Dict
+    observations: robot_rl/envs/gym_adapter.py). ``ns/Name`` imports the module ``ns`` when the
+    registry lacks it, as ``module:Name`` does (gym_hil/PandaPickCubeBase-v0)."""
+    env_kwargs: tuple[str, ...] = ()
+    """--backend gym: keyword arguments for gym.make as key=value, each value a Python literal
+    (3, 0.5, True, 'text'; true/false; a bare word is a string), e.g. image_obs=True."""
+    state_keys: tuple[str, ...] = ()
+    """--backend gym, Dict observations: the entries (paths such as agent_pos or
+    pixels/front, or a leaf name) flattened into the state, in this order; default: every
+    entry that is not a camera, in sorted path order. --cameras names the image entries."""
     demos: int | None = None
     """Successful scripted-expert demonstrations put in the demo buffer first (twin only);
     default: the task's recipe (runtime/recipes.py)."""
@@ -143,6 +153,10 @@ class TrainConfig(ObservationMode):
                 raise ValueError(f"relabel_every must be >= 1, got {self.relabel_every}")
         if self.resume and self.run_dir is None:
             raise ValueError("--resume needs --run-dir of the run to continue")
+        if self.backend == "gym":
+            parse_env_kwargs(self.env_kwargs)  # a malformed pair is one line before any step
+        elif self.env_kwargs or self.state_keys:
+            raise ValueError("--env-kwargs and --state-keys are for --backend gym")
         if self.backend != "gym":
             self.task_options(self.task)  # refuses a privileged state the mode forbids
             self.check_reward_source(self.task, self.reward_classifier)
@@ -152,11 +166,21 @@ class TrainConfig(ObservationMode):
     def run_name(self) -> str:
         return self.task if self.backend == "twin" else self.env_id.replace("/", "_")
 
+    def gym_options(self) -> dict:
+        """``make_gym_env``'s keyword arguments for this run (--backend gym)."""
+        return {
+            "env_kwargs": parse_env_kwargs(self.env_kwargs),
+            "cameras": tuple(self.cameras),
+            "image_size": int(self.image_size),
+            "state_keys": tuple(self.state_keys),
+        }
+
     def make_env(self, seed: int, ground_truth: bool = False):
         """The run's env; ``ground_truth``: without the reward classifier, scored by the
         task's ground truth also in robot mode (evaluation on the twin)."""
-        options = {}
-        if self.backend != "gym":
+        if self.backend == "gym":
+            options = self.gym_options()
+        else:
             options = self.task_options(self.task, ground_truth=True if ground_truth else None)
         if self.reward_classifier and not ground_truth:
             from robot_rl.rewards.wrapper import with_reward_classifier

@@ -1,4 +1,5 @@
-"""MP4 of evaluation episodes, from the twin's render_frame() or the env's first camera."""
+"""MP4 of evaluation episodes, from the twin's or a gymnasium env's render_frame(), or the env's
+first camera."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import numpy as np
 
 
 def frame_of(env, size: int) -> np.ndarray | None:
+    if hasattr(env, "render_frame"):  # a gymnasium env (robot_rl.envs.gym_adapter)
+        return env.render_frame(size)
     backend = getattr(env, "backend", None)
     if backend is not None and hasattr(backend, "render_frame"):
         return backend.render_frame(size)
