@@ -6,6 +6,7 @@ success from ``is_success``/``success``/``succeed``, one-line errors, and train 
 from __future__ import annotations
 
 import json
+import re
 from typing import ClassVar
 
 import gymnasium as gym
@@ -167,6 +168,9 @@ def test_train_then_eval_with_video_from_the_command_line(tmp_path, capsys):
     ])  # fmt: skip
     out = capsys.readouterr()
     assert code == 0, out.out[-3000:] + out.err[-3000:]
+    assert re.search(r"eval @ 1200: return .*, success \d+%", out.out), out.out[-3000:]
+    evals = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]
+    assert all("success_signal" not in e for e in evals)  # the env said success: plotted as such
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["final_eval"]["step"] == 1200 and "success_rate" in summary["final_eval"]
     config = json.loads((run_dir / "config.json").read_text())

@@ -314,7 +314,11 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
     update_rate = PerSecond(core.updates, clock=lambda: core.update_seconds)
     # A person at the teleop device needs the twin at the task's rate, not as fast as it can go.
     operator_pace = realtime_pace(env, cfg.interventions, cfg.backend)
-    gym = cfg.backend == "gym"  # no success signal: its figures are returns
+
+    def returns_only() -> bool:  # a gymnasium env that never said success: figures are returns
+        said = getattr(env, "success_signal", False) or getattr(eval_env, "success_signal", False)
+        return cfg.backend == "gym" and not said
+
     last_return = None
     # a bar on a terminal; in a log file the progress lines below carry the ETA
     progress = JobProgress("train", cfg.total_steps, console=console, start=start_step, lines=False)
@@ -335,7 +339,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
             if ended is not None:
                 figures = {EPISODE_SCALARS[k]: v for k, v in ended.figures.items()}
                 last_return = figures.get("charts/episode_return", last_return)
-                if gym:  # a gymnasium env has no success signal: nothing to plot as one
+                if returns_only():  # nothing to plot as a success
                     figures.pop("charts/success", None)
                 figures.pop("robot/intervention_rate")  # with interventions: the wrapper's
                 logger.scalars(step, {**figures, **ended.info.get("intervention_metrics", {})})
@@ -352,11 +356,10 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
                     core.agent.eval_actions, eval_env, cfg.eval_episodes, cfg.seed + 1
                 )
                 last_eval = {"step": step, **result.as_dict()}
-                logger.evaluation(
-                    step, {**result.as_dict(), **({"success_signal": False} if gym else {})}
-                )
+                signal = {"success_signal": False} if returns_only() else {}
+                logger.evaluation(step, {**result.as_dict(), **signal})
                 eval_seconds += time.perf_counter() - eval_start
-                success = "" if gym else f", success {result.success_rate:.0%}"
+                success = "" if returns_only() else f", success {result.success_rate:.0%}"
                 console.print(
                     f"  eval @ {step}: return {result.return_mean:.1f}"
                     f" +- {result.return_std:.1f}{success}"
@@ -364,7 +367,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
             if log_now:
                 share = loop.recent_intervention_rate() or 0
                 hil_part = f"interventions (last 20) {share:.0%} | " if hil else ""
-                if gym:
+                if returns_only():
                     trained = "" if last_return is None else f"last return {last_return:.1f}"
                 else:
                     trained = f"train success (last 20) {loop.recent_success_rate() or 0:.0%}"
