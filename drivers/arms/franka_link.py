@@ -1,35 +1,16 @@
-"""The part of the Franka driver that talks to libfranka (through franky): one thread owns the
-``franky.Robot`` and the hand (``franka_hand``), so no two threads ever call into libfranka at
-once and a blocking call (a lost connection times out after about a second) never stalls ROS 2.
+"""The Franka driver's link to libfranka (through franky): one thread owns the ``franky.Robot``
+and the hand, so libfranka is never called from two threads and a blocking call never stalls ROS 2.
 
-Each cycle (``state_hz``, or at once when a request arrives) the thread reads the robot state,
-publishes it through the node's callback, latches a reflex or a motion error as a fault, serves
-the requests the node queued (e-stop, clear error, reset, the newest pose target, the gripper)
-and runs the command watchdog. A lost connection drops both objects and reconnects every
-``reconnect_period``; after a reconnect the arm holds until a fresh command arrives.
-
-Motion is Cartesian impedance control, as SERL runs it: franky's
-``CartesianImpedanceTrackingMotion`` computes joint torques at 1 kHz in its own C++ loop from
-the pose error, clipped to ``translational_error_clip`` / ``rotational_error_clip`` (so the
-force, and with it the speed, stays bounded whatever the target), and this thread only moves its
-reference. One controller stays alive while the node follows and holds; no motion is ever
-preempted. (Streaming franky ``CartesianMotion``s instead, one per target, overshot targets
-and, twice in about a dozen runs against franky-sim, failed in the planner, error -101, while
-the commanded pose ran off 60 cm outside the box.) Targets reach this module already validated
-and inside the workspace box; here each one is limited to one step from the measured pose
-(``franka_safety.limit_step``) just before the reference moves. Holding (watchdog, after a
-reset) keeps the controller with the reference on the measured pose; the e-stop and deactivate
-end it with libfranka's stop; the next command after either starts a fresh one.
-
-The thread is a ``SupervisedLoop`` (``robot_rl.drivers.supervision``): any exception in a cycle
-other than a lost connection (a bug, a reading no check foresaw) stops the controller with
-libfranka's stop (the robot halts and holds by itself), is reported as an ERROR on /diagnostics
-and restarts the connection; the arm holds until a fresh command. A reading that is not finite
-or lies outside what the arm can report is refused before it reaches the published state, the
-twist estimate or a target's step limit (``samples``). A ``Watchdog`` in a thread of its own
-reports a link thread that stopped finishing its cycles (a hang): it cannot call libfranka
-(one thread owns it), but franky's 1 kHz controller holds the last reference, which this
-thread only ever moved one bounded step at a time.
+Each cycle (``state_hz``, or at once on a request) it publishes the state, latches reflexes and
+motion errors as faults, serves queued requests (e-stop, clear error, reset, newest pose target,
+gripper) and runs the command watchdog; a lost connection reconnects every ``reconnect_period``.
+Motion: one franky ``CartesianImpedanceTrackingMotion`` whose reference this thread moves, its
+error clipped (``translational_error_clip``, ``rotational_error_clip``) so force and speed stay
+bounded; never preempted; e-stop and deactivate end it with libfranka's stop. Safety: targets
+arrive validated and inside the workspace box and move the reference at most one step from the
+measured pose (``franka_safety.limit_step``); non-finite or impossible readings are refused
+(``samples``); after a reconnect, watchdog, reset or fault the arm holds until a fresh command; an
+unexpected exception stops libfranka, is reported on /diagnostics and reconnects.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
-"""What every camera driver does to a frame between the device and the topic, with no ROS and
-no device library: crop and resize the pixels, move the intrinsics with them, map the device's
-clock onto the host's, and refuse frames that are stale.
+"""What every camera driver does to a frame between device and topic, with no ROS or device library.
 
-- ``FrameGeometry``: a crop box (x, y, width, height in source pixels) and an output size. The
-  intrinsics follow the pixels: a crop shifts the principal point, a resize scales focal lengths
-  and principal point about pixel centres (the convention ``cv2.resize`` samples with), so a 3-D
-  point projects onto the same content before and after. Distortion coefficients live in
-  normalised coordinates and do not change.
-- ``DeviceClock``: a device stamps frames on its own clock (a RealSense's hardware clock, a file's
-  media time). The host stamp is the device time plus an offset estimated as a slowly leaking
-  minimum of (arrival - device time): the minimum drops the transfer delay, the leak follows
-  drift, and a stamp is never later than the frame's arrival.
-- ``monotonic_to_host``: V4L2 stamps buffers on the monotonic clock; ROS stamps are wall time.
-- ``FreshnessGate``: a frame is published once, in order, and only while it is fresh: a repeated
-  or older stamp (a device that re-delivers its last buffer) and a frame older than the bound (one
-  queued during a stall) are dropped, with the reason.
+- ``FrameGeometry``: a crop box (x, y, width, height in source pixels) and an output size; the
+  intrinsics follow the pixels (``cv2.resize``'s pixel-centre convention), so a 3-D point projects
+  onto the same content; distortion coefficients are unchanged.
+- ``DeviceClock``: host stamp = device time + an offset tracked as a slowly leaking minimum of
+  (arrival - device time); a stamp is never later than the frame's arrival.
+- ``monotonic_to_host``: V4L2's monotonic buffer stamps -> wall time, as ROS stamps are.
+- ``FreshnessGate``: a frame is published at most once, in stamp order, and only while fresh;
+  repeated or older stamps and frames older than the bound are dropped, with the reason.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """Linux evdev ``input_event`` records -> a gamepad's axes and held buttons. Pure apart from the
-code table (``evdev.ecodes``): bytes in, state out; the node reads the records from the device
-file, tests replay them.
+code table (``evdev.ecodes``): bytes in, state out; the node reads the device file, tests replay.
 
-What it relies on (linux/input.h, the kernel's Documentation/input/event-codes.rst):
-  - each record is ``struct input_event``: a ``struct timeval`` (two C longs), ``__u16 type``,
-    ``__u16 code``, ``__s32 value``, native byte order (24 bytes on 64-bit Linux);
-  - EV_ABS events carry an axis' absolute value in the range the device declares in its
-    ``input_absinfo`` (min, max; sticks centred, triggers resting at min); EV_KEY events carry
-    1 press, 0 release, 2 auto-repeat (still held);
-  - events belong together up to the next EV_SYN/SYN_REPORT, and are applied as one frame
-    then; SYN_DROPPED says the kernel's buffer overflowed: everything up to the next
-    SYN_REPORT is discarded and the device's state must be read afresh (``needs_resync``).
+Format (linux/input.h): ``struct input_event`` = ``struct timeval`` (two C longs), ``__u16 type``,
+``__u16 code``, ``__s32 value``, native byte order (24 bytes on 64-bit Linux). EV_ABS carries an
+axis value in the device's ``input_absinfo`` range; EV_KEY 1 press, 0 release, 2 repeat (held).
+Events apply as one frame at EV_SYN/SYN_REPORT; after SYN_DROPPED everything up to the next
+SYN_REPORT is discarded and the state must be re-read (``needs_resync``).
 
-An axis value a little outside its declared range is clipped (pads overshoot by a few counts);
-one farther out than the range is wide is no reading but a corrupt event: it is refused before it
-reaches the state, counted in ``refused_values`` and named in ``last_refusal``, and the axis
-keeps its last good value.
+A value slightly outside its range is clipped; one outside by more than the range's width is
+refused (``refused_values``, ``last_refusal``) and the axis keeps its last good value.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
-"""3Dconnexion SpaceMouse raw HID reports -> six axes and the pressed buttons. Pure: bytes in,
-state out; the node reads the reports with hidapi, tests replay them.
+"""3Dconnexion SpaceMouse raw HID reports -> six axes and pressed buttons. Pure: bytes in, state
+out; the node reads reports with hidapi, tests replay them. No 3Dconnexion SDK or pyspacemouse.
 
-The public facts this relies on (no 3Dconnexion SDK, no pyspacemouse):
-  - A SpaceMouse is a HID "Multi-axis Controller" (usage page 0x01 Generic Desktop, usage 0x08;
-    USB HID Usage Tables). 3Dconnexion's vendor id is 0x256f; the older devices carry
-    Logitech's 0x046d (product ids as listed in pyspacemouse's ``devices.toml``,
-    github.com/JakubAndrysek/pyspacemouse, and OpenSCAD's hidapi input driver table).
-  - Reports are numbered: byte 0 is the report id (hidapi keeps it in what ``read`` returns).
-    Report 1 holds the translation x, y, z as little-endian int16; report 2 the rotation
-    rx, ry, rz the same way. Newer devices (SpaceMouse Wireless, Pro Wireless, Enterprise,
-    Universal Receiver) send all six axes in one 13-byte report 1 and no report 2
-    (pyspacemouse's device table: their pitch/roll/yaw sit at bytes 7-12 of report 1).
-  - Report 3 is a button bitmap: button i is bit i % 8 of byte 1 + i // 8 (a SpaceNavigator
-    capture shows ``03 01 00`` for the left button, ``03 02 00`` for the right, ``03 03 00``
-    for both; 3Dconnexion's keyed devices put their keys further up the bitmap).
-  - Full deflection reads about +-350 (pyspacemouse's ``axis_scale``); larger values occur and
-    are clipped.
-  - The raw axes (here tx, ty, tz, rx, ry, rz) follow the device's HID frame: x right, y
-    towards the user, z down, rotations about those axes (pyspacemouse negates y, z and the
-    rotations about x and y to get z up).
-Other reports (4 LED, 0x17 battery, ...) are ignored.
+Reports (byte 0 is the report id, as hidapi returns it):
+  - 1: translation x, y, z as little-endian int16; 2: rotation rx, ry, rz likewise. Newer devices
+    send all six axes in one 13-byte report 1 (rotation at bytes 7-12) and no report 2;
+  - 3: button bitmap, button i is bit i % 8 of byte 1 + i // 8;
+  - others (4 LED, 0x17 battery, ...) are ignored.
+Devices: HID usage page 0x01, usage 0x08; vendor 0x256f (older ones Logitech's 0x046d). Full
+deflection is about +-350; larger values are clipped. Axes stay in the device's HID frame (x right,
+y towards the user, z down), not pyspacemouse's z-up frame.
 """
 
 from __future__ import annotations

@@ -1,35 +1,15 @@
-"""Our demonstrations <-> LeRobotDataset episodes (``lerobot_format``): which dataset feature is
-which observation key, how actions are scaled, and where rewards and episode ends come from.
+"""Our demonstrations <-> LeRobotDataset episodes (``lerobot_format``).
 
-Mapping: dataset feature -> observation key of the task, or ``action``. By default a feature
-is found by name: ``observation.state`` -> ``state``, ``observation.<key>`` -> any other vector
-key, ``observation.images.<camera>`` (or ``observation.image`` for a task with one camera) ->
-that camera, ``action`` -> the action. Every pair is checked (the feature exists, its dtype,
-its shape against the task's space) and a mismatch is one line naming both. Camera frames of
-another size are centre-cropped and resampled to the task's image size, as the robot's camera
-topics are (``image_fit``).
-
-Actions: ours are in [-1, 1] (``Task.to_command`` scales them). With ``action_low`` and
-``action_high`` (the dataset's physical range per entry, or ``action_bounds_from_data``: the
-dataset's own min and max) an action is mapped linearly onto [-1, 1]; without them the dataset's
-actions must already lie in [-1, 1] (1e-6 slack), else the import stops and says so. Only
-shape and range can be checked: that the dataset's actions mean what the task's mean (say,
-end-effector deltas, not joint targets) is the user's to know.
-
-Frames and transitions: N frames of an episode give N - 1 transitions (frame k's observation
-and action, frame k + 1's observation); the last frame's action has no outcome and is dropped.
-A dataset at an integer multiple n of the task's control rate keeps every n-th frame (the
-action of the first frame of each window, rewards summed over it). Outcome (``outcome``):
-``dataset``: reward_k = ``next.reward`` and terminated_k = ``next.done`` of frame k (a done on
-the last frame only marks the episode's end), the last transition truncated unless terminated;
-``success``: every episode a success, reward 1 and terminated on its last transition, 0 before;
-``truncated``: reward 0, the last transition truncated; ``auto``: ``dataset`` where the dataset
-has ``next.reward`` and ``next.done``, else ``success``.
-
-Export writes T + 1 frames per episode of T steps: frame k holds observation k, action k (the
-last frame repeats the last action), ``next.reward`` = reward_{k+1}, ``next.done`` =
-terminated_{k+1} (and True on the last frame), so an export read back with ``outcome=dataset``
-gives the same transitions (images within the video codec's tolerance).
+Features: ``observation.state`` -> ``state``, ``observation.<key>`` -> that key,
+``observation.images.<camera>`` (or ``observation.image``, one camera) -> that camera, ``action``;
+each pair is checked (exists, dtype, shape; a mismatch names both); other frame sizes are
+centre-cropped and resampled (``image_fit``). Actions are ours in [-1, 1]: mapped linearly from
+``action_low``/``action_high`` (or ``action_bounds_from_data``), else they must already lie in
+[-1, 1] (1e-6 slack); that they mean what the task's actions mean is the user's to know. Import: N
+frames -> N - 1 transitions; at n x the control rate every n-th frame is kept (rewards summed).
+``outcome``: ``dataset`` (``next.reward``/``next.done``), ``success`` (reward 1, terminated at the
+end), ``truncated`` (reward 0), ``auto`` (``dataset`` if those features exist). Export: T + 1 frames
+per T steps, so a round trip with ``outcome=dataset`` gives the same transitions.
 """
 
 from __future__ import annotations

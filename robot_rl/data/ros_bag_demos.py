@@ -1,26 +1,14 @@
 """A ROS 2 bag of the robot's topics (MCAP: ``ros2 bag record``) as demonstration episodes.
 
-What a step is: the bag is resampled at the task's control rate. At each tick the reading is
-what the ROS robot backend would have read then: every arm topic in the bag and each of the
-task's camera topics (``/<camera>_cam/image_raw``) converted by ``robot_rl.ros.reading_entries``
-(the backend's own conversions), synchronised by ``robot_rl.ros.sync.synchronise`` over the
-messages stamped at or before the tick (header stamps; log time for unstamped types), with the
-backend's staleness bound ``max_age``. The observation is ``task.observe(reading)``.
-
-Actions come from the operator's teleop topics (``/teleop/twist``, ``/teleop/joy``) through the
-task's teleop mapping (``TeleopMapping.action``, what the live teleop source applies; a message
-older than ``teleop_max_age`` counts as released), then through ``task.to_command`` for the
-action the robot would have applied (what replay stores). The commanded targets
-(``/arm/cmd/*``) are not used: a task has no inverse of ``to_command``.
-
-Episodes and success: an episode starts at the first fresh tick with a non-zero teleop action
-(the operator moving; the reset before it is left out) and ends at
-- the operator's verdict on ``success_topic``: a ``sensor_msgs/Joy`` press of the success button
-  (kept: reward 1 and terminated on that step, 0 before) or of the reject button (dropped), or a
-  ``std_msgs/Bool`` True (success);
-- a stale tick (a sensor silent for ``max_age``: a gap in the recording) or the bag's end: the
-  episode has no verdict and is dropped, unless ``all_success`` (every episode a success at its
-  end; verdicts are then ignored).
+Steps: the bag is resampled at the task's control rate; each tick's reading is what the ROS backend
+would have read (``robot_rl.ros.reading_entries``, ``robot_rl.ros.sync.synchronise`` over messages
+stamped at or before the tick, staleness bound ``max_age``), observed by ``task.observe``. Actions:
+``/teleop/twist`` and ``/teleop/joy`` through ``TeleopMapping.action`` (older than
+``teleop_max_age``: released), then ``task.to_command``; ``/arm/cmd/*`` is not used. An episode
+starts at the first fresh tick with a non-zero action and ends at the operator's verdict on
+``success_topic`` (Joy success button: kept, reward 1 and terminated there; reject: dropped;
+``std_msgs/Bool`` True: success) or at a stale tick or the bag's end (dropped unless
+``all_success``, which makes every episode a success and ignores verdicts).
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
-"""The simulated car cell: a world that the VESC node, the car's camera and the actor meet as they
-would meet the FastRLAP car (``hardware/car_sim.yaml``).
+"""The simulated car cell (``hardware/car_sim.yaml``): a world that the VESC node, the car's camera
+and the actor meet as they would the FastRLAP car.
 
     robot-rl-car-sim-cell --ros-args -r __ns:=/sim -p port:=/tmp/robot_rl_car_sim/vesc
     robot-rl-car-sim-cell --ros-args -r __ns:=/front_cam -p part:=camera
     robot-rl-car-sim-cell --ros-args -r __ns:=/teleop -p part:=human -p mode:=drive
 
-One console script, three parts (the ``part`` parameter), each a process of its own:
-
-- ``world`` (this module): the car twin's physics behind a VESC on a pseudo-terminal
-  (``car_world``): the VESC node opens ``port`` (a symlink to the pty, as udev gives /dev/vesc)
-  and drives the twin through the VESC protocol; its odometry and IMU come back the same way.
-  The ground truth goes only to ``/sim/...``: the world's state for its camera on
-  ``/sim/car/state``, wall contact on ``/sim/collision`` (evaluation only). Once the port
-  exists it brings up the driver nodes named in ``manage`` (``bringup``): a car is powered on
-  before its driver connects.
-- ``camera`` (``car_camera``): the car's forward camera, rendered from that world.
-- ``human`` (``car_human``): the simulated operator at the gamepad, on ``/teleop/twist`` and
-  ``/teleop/joy``: drives the slow lap for ``record-lap`` (``mode: drive``) or watches the
-  car practise (``mode: watch``).
-
-The ``calibration`` fields (gear ratio, wheel radius, poles, servo) must equal the VESC node's.
-Stamps are wall time, as a car's are.
+One console script, three processes (``part``): ``world`` (this module: the car twin behind a VESC
+on a pty linked at ``port``; once it exists, brings up the ``manage`` driver nodes), ``camera``
+(``car_camera``) and ``human`` (``car_human``). Ground truth goes only to ``/sim/...``
+(``/sim/car/state``, ``/sim/collision``), never read by the robot. The ``calibration`` fields must
+equal the VESC node's. Stamps are wall time.
 """
 
 from __future__ import annotations

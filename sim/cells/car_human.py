@@ -1,38 +1,16 @@
 """The simulated car cell's operator: a person at the gamepad who can see the car on its track.
 
-It publishes ``/teleop/twist`` and ``/teleop/joy`` exactly as the gamepad node does (the teleop
-contract, docs/ARCHITECTURE.md: ``linear.x`` the left stick's speed deflection and ``angular.z``
-the right stick's steering deflection, each in [-1, 1]; ``Joy.axes`` the same six twist values;
-``Joy.buttons`` the contract's five, button 0 the held RB that intervenes; the released frame,
-all zeros, while hands are off), stamped with wall time, at ``rate_hz``, so ``record-lap`` and the
-actor take it through the same ``RosTeleopSource`` that reads a real pad.
-
-What a person sees is where the car is on the track: it reads the world's ground truth
-(``/sim/car/state``, which only the cell's own parts and evaluation read; the robot never does)
-and decides once per control period, on the task's rate, what to do with the sticks, steering as
-the scripted car expert steers (``sim/experts/car_lap.CarLapExpert``: pure pursuit on the
-track's centreline, at the slow lap's constant ``speed``). Its speed on the pad is the car's
-speed through the world's poses (a person sees how fast the car goes). What it does is its
-``mode``, as a person decides what they are doing (set in the hardware file, or while it runs:
-``ros2 param set /teleop/simulated_human mode drive``):
-
-- ``drive`` (for ``record-lap``): drive one slow, clean lap after another, holding RB, the
-  speed stick at ``speed`` / ``max_speed`` (``max_speed``: the speed a full deflection means to
-  the command it drives for: record-lap's ``--max-speed``);
-- ``demonstrate`` (for ``record-demos --hardware``, HIL-SERL's demonstrations): drive on
-  and on, RB held, the sticks giving the expert's action in the task's action space (what the
-  recorder takes from them) at ``demo_speed``, and press success (button 3) once it has driven
-  ``demo_seconds`` cleanly (moving) since its last press; a wall contact (seen:
-  ``/sim/collision``) is a botched attempt: the clock starts again (the recorder has discarded
-  the crash);
-- ``watch`` (for ``up robot`` and ``eval``: FastRLAP's autonomous practice): hands off, the
-  released frame; with ``correct_offset`` > 0 it steps in when the car has come that far off
-  the centreline (about to hit a wall), holds RB and drives the expert's action in the task's
-  action space (what the actor's intervention takes from the sticks) until the car is back
-  within half of it, for at most ``takeover_steps`` control periods each time and
-  ``total_share`` of all periods.
-
-    robot-rl-car-sim-cell --ros-args -r __ns:=/teleop -p part:=human -p mode:=drive
+Publishes ``/teleop/twist`` and ``/teleop/joy`` per the teleop contract (docs/ARCHITECTURE.md:
+``linear.x`` speed and ``angular.z`` steering deflection in [-1, 1], button 0 the held RB that
+intervenes, all zeros while hands are off), wall-stamped at ``rate_hz``, so ``record-lap`` and the
+actor read it through the same ``RosTeleopSource`` as a real pad. Once per control period it reads
+the ground truth (``/sim/car/state``, never read by the robot) and steers as ``CarLapExpert``.
+``mode`` (parameter, settable at run time):
+- ``drive`` (``record-lap``): clean slow laps, RB held, speed stick at ``speed`` / ``max_speed``;
+- ``demonstrate`` (``record-demos``): expert actions at ``demo_speed``; success (button 3) after
+  ``demo_seconds`` of clean driving; a wall contact (``/sim/collision``) restarts the clock;
+- ``watch`` (``up robot``, ``eval``): hands off; if ``correct_offset`` > 0, takes over when that far
+  off the centreline until back within half of it (bounded by ``takeover_steps``, ``total_share``).
 """
 
 from __future__ import annotations

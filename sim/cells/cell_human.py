@@ -1,43 +1,15 @@
 """The simulated FR3 cell's operator: a person at a SpaceMouse who can see the cube.
 
-It publishes ``/teleop/twist`` and ``/teleop/joy`` exactly as the SpaceMouse node does (the
-teleop contract, docs/ARCHITECTURE.md; at ``rate_hz``, full deflection being the task's largest
-step, in the base frame; the released frame while hands are off), so the actor takes its
-corrections through the same ``RosTeleopSource`` that reads a real device.
-
-Who it is: the twin's ``SimulatedHuman`` (``sim/simulated_human.py``: the expert steps in on
-trouble, within a budget), its budget counted per ``max_episode_steps`` control periods. It
-decides once per control period on what a person sees: the arm's published state
-(``/arm/ee_pose``, ``ee_twist``, ``gripper/joint_states``) and where the cube is
-(``/sim/objects/cube/pose``: the world's ground truth, which only the operator and evaluation
-read). A person also tidies the table: when the cube was lifted and put down, or pushed out of
-reach, and the hand is out of the way, it asks the world to put the cube at a new random place
-(``/sim/reset_objects``). And it says when the task is done: seeing it done (the cube held above
-the table, whoever lifted it) it presses the success button once (``SuccessPress``), so ``up
-robot --hardware hardware/fr3_sim.yaml --operator joy`` has a success source, as a cell with a
-person at a gamepad would. It answers the actor's questions as such a person does
-(``answer_questions``; ``sim/cells/operator_answers.py``): when ``/operator/query`` shows that
-the reward classifier's success awaits an answer, it looks at the cube and, after a person's
-reaction time, presses reject (button 4) if the task is not done, success if it is; the arm
-never waits on it.
-
-What it is doing is its ``mode``, as a person decides what they are doing: set at start (the
-hardware file's parameter) or while it runs, with a standard ROS 2 parameter set
-(``ros2 param set /teleop/simulated_human mode demonstrate``); the workflow's commands never
-set it, they cannot tell the cell from a robot:
-
-- ``correct`` (the default): watch the policy and step in on trouble, as above;
-- ``demonstrate`` (for ``record-demos``): drive whole episodes with the scripted expert, from
-  wherever the arm is, press success when it sees the task done, and now and then
-  (``fail_share``) botch an attempt, give it up and press reject; hands off between attempts
-  until it sees the next episode begin (the arm back at rest at its start pose:
-  ``sim/simulated_human.Demonstrator``);
-- ``label`` (for ``record-labels``): move the arm through varied behaviours, one per episode
-  (clean picks, near misses, failures, random moves, wandering, carrying:
-  ``sim/simulated_human.Labeller``), and hold the success button exactly while it sees the
-  task done.
-
-    robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human -p mode:=demonstrate
+Publishes ``/teleop/twist`` and ``/teleop/joy`` per the teleop contract (docs/ARCHITECTURE.md:
+``rate_hz``, base frame, full deflection = the task's largest step, released frame when hands off).
+Once per control period it acts on what a person sees: the arm's published state and the cube's
+ground truth (``/sim/objects/cube/pose``, never read by the actor). It re-places the cube
+(``/sim/reset_objects``) when it was put down or pushed out of reach and the hand is clear,
+presses success once when it sees the task done, and answers ``/operator/query`` after a reaction
+time (reject, button 4, if not done); the arm never waits on it. ``mode`` (parameter, settable at
+run time; the workflow never sets it): ``correct`` (default: step in on trouble, within a budget),
+``demonstrate`` (expert episodes, ``fail_share`` botched and rejected), ``label`` (varied
+behaviours, success held exactly while done).
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
-"""The simulated FR3 cell: a world that a Franka node, camera consumers and an operator meet as
-they would meet hardware (``hardware/fr3_sim.yaml``).
+"""The simulated FR3 cell (``hardware/fr3_sim.yaml``): a world that a Franka node, camera consumers
+and an operator meet as they would meet hardware.
 
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/sim -p host:=127.13.0.1            # the world
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/front_cam -p part:=camera -p camera:=front
     robot-rl-fr3-sim-cell --ros-args -r __ns:=/teleop -p part:=human
 
-One console script, three parts (the ``part`` parameter), each a process of its own as the
-devices of a real cell are:
-
-- ``world`` (this module): franky-sim on ``host`` (the libfranka protocol: the Franka node's
-  ``robot_ip``) stepping the task's scene (``cell_world``). The ground truth goes only to
-  ``/sim/...``, which evaluation and the simulated operator read and the actor never does:
-  ``/sim/objects/cube/pose`` (PoseStamped), ``/sim/success`` (Bool), the world's state for its
-  cameras on ``/sim/cell/state``, and the service ``/sim/reset_objects`` (Trigger: a person
-  puts the cube at a random place). Its status goes to ``/diagnostics``, with the real-time
-  factor franky-sim manages on this machine. Once franky-sim serves, it brings up the driver
-  nodes named in ``manage`` (``bringup``), since a robot is on before its driver connects.
-- ``camera`` (``cell_camera``): one camera of that world, on the camera contract topics.
-- ``human`` (``cell_human``): the simulated operator on ``/teleop/twist`` and ``/teleop/joy``.
-
-Stamps are wall time, as a robot's are.
+One console script, three processes (``part``): ``world`` (this module: franky-sim on ``host``, the
+Franka node's ``robot_ip``, stepping ``cell_world``; brings up the ``manage`` driver nodes once it
+serves), ``camera`` (``cell_camera``) and ``human`` (``cell_human``). Ground truth goes only to
+``/sim/...`` (cube pose, ``/sim/success``, ``/sim/cell/state``, service ``/sim/reset_objects``),
+read by evaluation and the operator, never the actor; status to ``/diagnostics``. Wall stamps.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
-"""A franky-sim robot (MuJoCo behind the real libfranka protocol) as a process the Franka
-driver tests and benchmark talk to (``franka_harness.Peer``), with a line protocol on
-stdin/stdout for what only the server can see:
+"""A franky-sim robot (MuJoCo behind the real libfranka protocol) as a process the Franka driver
+tests and benchmark talk to (``franka_harness.Peer``), with a line protocol on stdin/stdout:
 
     python -m robot_rl.sim.cells.franky_sim_peer --host 127.0.13.1
 
-It prints ``ready <host>`` once the robot (port 1337) and the hand (port 1338) listen on
-``host`` (a loopback address, never anything else). Commands on stdin, one per line:
-
-- ``status``: prints one JSON line: how many real-time commands arrived (``commands``), how
-  many of them held a NaN or an infinity in any field (``non_finite``, with the first such
-  command in ``first_non_finite``), whether a reflex is active, and the simulated time
-  (``sim_time``: on a loaded machine franky-sim runs slower than the wall clock);
-- ``reflex``: injects a Cartesian reflex the way a robot reports one: the running motion is
-  aborted with ``kReflexAborted``, the state says ``RobotMode.kReflex`` with the
-  ``cartesian_reflex`` error, and new motions are refused until an automatic error recovery
-  (``Robot.recover_from_errors``) arrives. franky-sim has no reflexes of its own;
+Prints ``ready <host>`` once robot (port 1337) and hand (port 1338) listen on ``host`` (loopback
+only). Commands, one per line:
+- ``status``: one JSON line: ``commands`` received, ``non_finite`` (first in
+  ``first_non_finite``), whether a reflex is active, ``sim_time`` (may lag the wall clock);
+- ``reflex``: inject a Cartesian reflex as a robot reports one (motion aborted, ``kReflex``
+  mode) and refuse motions until ``Robot.recover_from_errors``;
 - ``quit``.
 """
 
