@@ -97,7 +97,10 @@ class Supervisor:
 
     def write_pids(self) -> None:
         pids = {name: child.popen.pid for name, child in self.children.items()}
-        (self.log_dir / "processes.json").write_text(json.dumps(pids, indent=2))
+        path = self.log_dir / "processes.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(pids, indent=2))
+        os.replace(tmp, path)  # a reader (a test, a monitor) never sees a half-written file
 
     def stop(self, grace: float = 20.0, names: list[str] | None = None) -> dict[str, int]:
         """SIGINT, then SIGKILL after ``grace`` s; returns each child's exit code."""
