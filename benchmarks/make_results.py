@@ -34,6 +34,8 @@ FOLDERS = {
     "lap time and crash rate per seed and step count, the scripted expert, cost per step.",
     "cell_control_loop": "The robot-mode control loop in the simulated FR3 cell "
     "(`benchmarks/cell_control_loop.py`): stale steps, control period, command age.",
+    "control_loop": "The actor's control loop in the simulated FR3 cell with the learner beside "
+    "it (`benchmarks/control_loop.py`): period, frame-to-command age, inference, per encoder.",
     "distributed_equivalence": "Actor and learner processes against the in-process loop "
     "(`benchmarks/distributed_equivalence.py`), pick_cube, 50-episode evaluations.",
     "fr3_cell": "One `robot-rl up robot --hardware hardware/fr3_sim.yaml` run in the simulated "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 
 import numpy as np
 import rclpy
@@ -41,6 +42,13 @@ from robot_rl.ros.reading_entries import (
 )
 from robot_rl.ros.sync import TopicHistory, synchronise
 
+FRAME_WINDOW = 0.1
+"""On the robot a control tick waits for the next frames within this share of a period either
+side of its schedule (``RosBackendConfig.frame_paced``): the control period stays within 1.1x
+the task's, and the loop locks onto cameras that publish at its rate."""
+COMMAND_AGE_HISTORY = 20_000
+"""Policy commands whose newest frame's age is kept (``frame_to_command``)."""
+
 
 class RosRobotBackend:
     """Topic plumbing, time, sync and services shared by the arm and the car backends."""
@@ -61,6 +69,16 @@ class RosRobotBackend:
         self.reading_stamp: float | None = None
         """The stamp of the slowest sensor in the last reading (its age says how old the
         observation is)."""
+        self.frame_stamp: float | None = None
+        """The newest camera frame's stamp in the last reading (None without cameras)."""
+        self.frame_to_command: deque[float] = deque(maxlen=COMMAND_AGE_HISTORY)
+        """Per policy command: its stamp less ``frame_stamp`` (s), the newest frame's age."""
+        self.frame_age_at_tick: deque[float] = deque(maxlen=COMMAND_AGE_HISTORY)
+        """Per frame-paced tick: the newest frame's age when the tick came (s): what the
+        cameras and the transport take, before the actor's own work."""
+        self._arrivals = threading.Condition()
+        self._camera_histories: list[TopicHistory] = []
+        self._frames_at_tick: list[float | None] = []
         self._context = Context()
         # never the host's argv: only the ROS arguments meant for this node
         rclpy.init(context=self._context, args=list(config.ros_args))
@@ -76,7 +94,9 @@ class RosRobotBackend:
             self.node.create_subscription(Clock, "/clock", self._on_clock, sensor_qos(1))
         for camera in self.camera_names:
             ns = config.camera_namespaces.get(camera, f"/{camera}_cam").rstrip("/")
-            self.subscribe(f"{ns}/image_raw", Image, self._image_extractor(camera))
+            self._camera_histories.append(
+                self.subscribe(f"{ns}/image_raw", Image, self._image_extractor(camera), True)
+            )
         self._clients: dict[str, object] = {}
         self._executor = SingleThreadedExecutor(context=self._context)
         self._executor.add_node(self.node)
@@ -86,8 +106,9 @@ class RosRobotBackend:
     def topic(self, relative: str) -> str:
         return f"{self.namespace}/{relative}"
 
-    def subscribe(self, topic: str, msg_type, extract) -> TopicHistory:
-        """Keep a history of ``extract(msg)`` (reading entries) stamped by the header."""
+    def subscribe(self, topic: str, msg_type, extract, notify: bool = False) -> TopicHistory:
+        """Keep a history of ``extract(msg)`` (reading entries) stamped by the header;
+        ``notify``: wake a control tick waiting for frames (``advance``)."""
         # reach back past the staleness bound: the slowest sensor's newest sample may be that old
         history = TopicHistory(topic, window=max(1.0, 2 * (self.config.max_age + self.config.slop)))
         logger = self.node.get_logger()
@@ -99,6 +120,9 @@ class RosRobotBackend:
                 logger.warning(f"{topic}: dropped a message: {error}", throttle_duration_sec=5.0)
                 return
             history.add(convert.from_stamp(msg.header.stamp), entries)
+            if notify:
+                with self._arrivals:
+                    self._arrivals.notify_all()
 
         self.node.create_subscription(msg_type, topic, callback, sensor_qos())
         self._histories.append(history)
@@ -153,10 +177,18 @@ class RosRobotBackend:
 
     def read(self) -> Reading:
         self._check_clock()
+        stamps: dict[str, float] = {}
         reading, self.reading_stamp = synchronise(
-            self._histories, self.now(), self.config.max_age, self.config.slop
+            self._histories, self.now(), self.config.max_age, self.config.slop, stamps
         )
+        cameras = [stamps[h.topic] for h in self._camera_histories]
+        self.frame_stamp = max(cameras) if cameras else None
         return self.complete(reading)
+
+    def _note_command(self, stamp: float) -> None:
+        """A policy command stamped ``stamp`` left: how old the newest frame it saw was."""
+        if self.frame_stamp is not None:
+            self.frame_to_command.append(stamp - self.frame_stamp)
 
     def complete(self, reading: Reading) -> Reading:
         """Derived entries a subclass adds to a synchronised reading."""
@@ -168,8 +200,29 @@ class RosRobotBackend:
         period = 1.0 / self.control_hz
         now = self.now()
         target = now + period if self._last_tick is None else max(now, self._last_tick + period)
-        self._wait_until(target)
-        self._last_tick = target
+        if self.use_sim_time or not self.config.frame_paced or not self._camera_histories:
+            self._wait_until(target)
+            self._last_tick = target
+            return
+        # on the robot: tick on the next set of frames near the schedule (frame_paced)
+        self._wait_until(target - FRAME_WINDOW * period)
+        deadline = target + FRAME_WINDOW * period
+        with self._arrivals:
+            while not self._new_frames() and time.time() < deadline:
+                self._arrivals.wait(max(0.0, deadline - time.time()))
+        self._frames_at_tick = [h.newest() for h in self._camera_histories]
+        self._last_tick = time.time()
+        if None not in self._frames_at_tick:
+            self.frame_age_at_tick.append(self._last_tick - max(self._frames_at_tick))
+
+    def _new_frames(self) -> bool:
+        """Every camera has a frame newer than it had at the previous tick."""
+        before = self._frames_at_tick or [None] * len(self._camera_histories)
+        for history, then in zip(self._camera_histories, before, strict=True):
+            newest = history.newest()
+            if newest is None or (then is not None and newest <= then):
+                return False
+        return True
 
     def wait_until_ready(self, timeout: float | None = None) -> Reading:
         """Poll ``read`` until it succeeds; re-raise the last staleness after ``timeout``."""
@@ -256,10 +309,11 @@ class RosArmBackend(RosRobotBackend):
         self._driver_reset_due = True
 
     def send(self, command: Command) -> None:
-        self._publish(command)
+        self._note_command(self._publish(command))
         self._driver_reset_due = True  # the next move_to begins a new reset procedure
 
-    def _publish(self, command: Command) -> None:
+    def _publish(self, command: Command) -> float:
+        """Publish the pose (and gripper) command; returns its stamp."""
         pos = np.asarray(command["tcp_pos"], np.float64)
         quat = np.asarray(command.get("tcp_quat", self._quat), np.float64)
         stamp = max(self.now(), 0.0)
@@ -272,6 +326,7 @@ class RosArmBackend(RosRobotBackend):
             self._gripper_pub.publish(Float64(data=float(np.clip(value, 0.0, 1.0))))
         self._pose_pub.publish(msg)
         self._quat = quat
+        return stamp
 
     def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
         """Stream the pose until the TCP settles there, then wait until every sensor is fresh.
@@ -370,6 +425,7 @@ class RosCarBackend(RosRobotBackend):
         steering = float(np.asarray(command["steering"]).reshape(-1)[0])
         yaw_rate = speed * np.tan(steering) / self.config.wheelbase
         self._cmd_pub.publish(convert.array_to_twist([speed, 0, 0, 0, 0, yaw_rate]))
+        self._note_command(self.now())
 
     def place_car(self, x: float, y: float, yaw: float) -> None:
         raise NotImplementedError(

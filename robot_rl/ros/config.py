@@ -36,6 +36,11 @@ class RosBackendConfig:
     """move_to is done when the TCP is this close to the target (m)."""
     wheelbase: float = 0.26
     """The car's wheelbase (m): steering <-> yaw rate in ``cmd_vel``."""
+    frame_paced: bool = True
+    """On wall time with cameras: a control tick waits, within a tenth of a period either side
+    of its schedule, for the next set of camera frames (every camera newer than at the previous
+    tick), so the policy acts on frames just delivered rather than up to a period old; no new
+    set by then, it ticks anyway (a silent camera shows up as a stale reading)."""
 
     def __post_init__(self) -> None:
         for name in (

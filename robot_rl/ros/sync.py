@@ -62,16 +62,26 @@ class TopicHistory:
             while len(self._entries) > 1 and self._entries[0][0] < oldest:
                 self._entries.popleft()
 
+    def newest(self) -> float | None:
+        """The newest entry's stamp (None before the first)."""
+        with self._lock:
+            return self._entries[-1][0] if self._entries else None
+
     def snapshot(self) -> list[tuple[float, Reading]]:
         with self._lock:
             return list(self._entries)
 
 
 def synchronise(
-    histories: list[TopicHistory], now: float, max_age: float, slop: float
+    histories: list[TopicHistory],
+    now: float,
+    max_age: float,
+    slop: float,
+    stamps: dict[str, float] | None = None,
 ) -> tuple[Reading, float]:
     """One reading from every topic, all within ``slop`` of each other; returns it and the
-    reference stamp. Raises StaleReadingError naming the first topic at fault."""
+    reference stamp, and fills ``stamps`` (when given) with each topic's chosen stamp. Raises
+    StaleReadingError naming the first topic at fault."""
     snapshots = {h.topic: h.snapshot() for h in histories}
     for topic, entries in snapshots.items():
         if not entries:
@@ -95,4 +105,6 @@ def synchronise(
             )
         for key, value in entries_at.items():
             reading[key] = np.array(value, copy=True)  # never share buffers with the cache
+        if stamps is not None:
+            stamps[topic] = stamp
     return reading, reference

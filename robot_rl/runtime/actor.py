@@ -33,6 +33,7 @@ from robot_rl.ros.config import RosBackendConfig
 from robot_rl.runtime.environments import make_env
 from robot_rl.runtime.episode_loop import EpisodeLoop
 from robot_rl.runtime.interventions import check_interventions, with_interventions
+from robot_rl.runtime.loop_timing import ControlLoopTiming
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.policy_updater import PolicyUpdater
 from robot_rl.runtime.progress import Every, on_stop
@@ -164,6 +165,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         defer_labels=True,
     )  # fmt: skip
     env = with_interventions(env, cfg.interventions, seed=cfg.seed + outbox.next_seq)
+    backend = getattr(env.unwrapped, "backend", None)  # frame_to_command, where it says it
     hello = {
         "task": cfg.task,
         "observation_space": dict_space_to_json(env.observation_space),
@@ -199,10 +201,15 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
     log_due = Every(cfg.log_every, time.monotonic(), grid=False)
     interventions = cfg.interventions != "off"
 
+    timing = ControlLoopTiming(env.task.control_hz)
+
     def policy(obs: dict) -> np.ndarray:
         current = updater.policy
         if current is not None and current.version > 0:
-            return current(obs)
+            started = time.perf_counter()
+            action = current(obs)
+            timing.inferred(time.perf_counter() - started)
+            return action
         return env.action_space.sample()
 
     def show_progress() -> None:
@@ -233,7 +240,11 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
                     )
                 if updater.error is not None:
                     raise updater.error
-                for ended in loop.step(policy).settled:  # an episode's figures once final
+                timing.step_started(time.perf_counter())
+                stepped = loop.step(policy)
+                if stepped.ended is not None:
+                    timing.episode_ended()
+                for ended in stepped.settled:  # an episode's figures once final
                     client.send_stats(ended.figures)
                 rate.sleep()
                 if log_due.due(time.monotonic()):
@@ -276,6 +287,9 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         "unacknowledged": outbox.backlog,
         "control_period_ms_p50": period["p50_ms"],
         "control_period_ms_p99": period["p99_ms"],
+        "control_loop": timing.summary(
+            getattr(backend, "frame_to_command", ()), getattr(backend, "frame_age_at_tick", ())
+        ),
         **(pacer.summary() if pacer is not None else {}),
     }
 

@@ -1,7 +1,8 @@
 """What the simulated cells' camera processes share (``car_camera``, ``cell_camera``): a node
 that holds its own copy of a world's MuJoCo model, applies the world's newest state from its
 state topic (``[wall stamp, *qpos]``) and renders one camera offscreen as the states arrive, at
-most ``rate`` frames per wall second, on the camera contract: ``image_raw`` (rgb8) and
+most ``rate`` frames per wall second on the wall clock's grid of periods (a cell's cameras of one
+rate show the same states, as on a common trigger), on the camera contract: ``image_raw`` (rgb8) and
 ``camera_info`` on sensor-data QoS, stamped with the wall time of the state the frame shows, and
 its status on ``/diagnostics``. Each frame shows a new state: when the world stops, the frames
 stop, and the consumer's staleness bound sees it.
@@ -9,6 +10,7 @@ stop, and the consumer's staleness bound sees it.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -115,11 +117,14 @@ class StateCameraNode(RenderingNode):
                 )
                 self._bad_size = True
             return
-        self._last_state_wall = now = time.monotonic()
+        self._last_state_wall = time.monotonic()
+        now = time.time()
         if now < self._next_frame:
             return
-        # frames are due every period; one that comes late restarts the schedule (no burst)
-        self._next_frame = max(self._next_frame + self._period, now)
+        # frames are due on the wall clock's grid of periods, so a cell's cameras of one rate
+        # capture the same world state (as cameras on a common trigger do); one that comes late
+        # waits for the next grid point (no burst)
+        self._next_frame = (math.floor(now / self._period) + 1) * self._period
         # rendered as the state arrives (not on a timer of its own): a frame is no older than
         # the delivery of the state it shows plus one render
         self.data.qpos[:] = state[1:]
