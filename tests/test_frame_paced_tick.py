@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from robot_rl.runtime.loop_timing import ControlLoopTiming
+from robot_rl.runtime.loop_timing import ControlLoopTiming, summary_line
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -121,3 +121,6 @@ def test_the_loop_figures_leave_resets_out_and_count_late_periods():
     assert summary["inference_ms"]["p50"] == pytest.approx(4.0)
     assert summary["frame_to_command_ms"]["n"] == 2
     assert summary["frame_to_command_ms"]["max"] == pytest.approx(30.0)
+    line = summary_line(summary)
+    assert line.startswith("control loop: period p50 100.0 / p99")
+    assert "(25% over 1.1x the task's)" in line and "newest frame to command p50 20.0" in line

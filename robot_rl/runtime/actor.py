@@ -33,7 +33,7 @@ from robot_rl.ros.config import RosBackendConfig
 from robot_rl.runtime.environments import make_env
 from robot_rl.runtime.episode_loop import EpisodeLoop
 from robot_rl.runtime.interventions import check_interventions, with_interventions
-from robot_rl.runtime.loop_timing import ControlLoopTiming
+from robot_rl.runtime.loop_timing import ControlLoopTiming, summary_line
 from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.policy_updater import PolicyUpdater
 from robot_rl.runtime.progress import Every, on_stop
@@ -201,7 +201,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
     log_due = Every(cfg.log_every, time.monotonic(), grid=False)
     interventions = cfg.interventions != "off"
 
-    timing = ControlLoopTiming(env.task.control_hz)
+    timing = ControlLoopTiming(control_hz or env.task.control_hz)  # the twin: its speedup
 
     def policy(obs: dict) -> np.ndarray:
         current = updater.policy
@@ -270,6 +270,10 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         env.close()
     steps, episodes = loop.steps, loop.episodes
     period = rate.period_stats()
+    loop_figures = timing.summary(
+        getattr(backend, "frame_to_command", ()), getattr(backend, "frame_age_at_tick", ())
+    )
+    console.print(summary_line(loop_figures))
     if outbox.backlog:
         why = client.refused_reason or client.data_refused or client.silence_reason
         console.print(
@@ -287,9 +291,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         "unacknowledged": outbox.backlog,
         "control_period_ms_p50": period["p50_ms"],
         "control_period_ms_p99": period["p99_ms"],
-        "control_loop": timing.summary(
-            getattr(backend, "frame_to_command", ()), getattr(backend, "frame_age_at_tick", ())
-        ),
+        "control_loop": loop_figures,
         **(pacer.summary() if pacer is not None else {}),
     }
 

@@ -63,3 +63,20 @@ class ControlLoopTiming:
             "frame_to_command_ms": _ms(frame_to_command),
             "frame_age_at_tick_ms": _ms(frame_age_at_tick),
         }
+
+
+def summary_line(summary: dict) -> str:
+    """One line for the terminal: period, late share, newest frame to command, inference."""
+
+    def pair(figures: dict) -> str:
+        return "-" if not figures.get("n") else f"p50 {figures['p50']} / p99 {figures['p99']} ms"
+
+    late = summary["late_share"]
+    parts = [
+        f"period {pair(summary['period_ms'])}"
+        + ("" if late is None else f" ({late:.0%} over {LATE:g}x the task's)"),
+        f"inference {pair(summary['inference_ms'])}",
+    ]
+    if summary["frame_to_command_ms"].get("n"):
+        parts.insert(1, f"newest frame to command {pair(summary['frame_to_command_ms'])}")
+    return "control loop: " + ", ".join(parts)
