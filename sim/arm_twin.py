@@ -13,6 +13,7 @@ import mujoco
 import numpy as np
 
 from robot_rl.envs.backend import Command, Reading
+from robot_rl.ros.arm_contract import BASE_FRAME, TCP_FRAME
 from robot_rl.sim.arm_scenes import ArmScene, scene_of
 from robot_rl.sim.rendering import FrameRenderer, TwinRendering
 
@@ -78,6 +79,8 @@ class ArmTwin(TwinRendering):
     """``ArmBackend`` over MuJoCo; ``scene`` picks the task's objects (see arm_scenes)."""
 
     is_simulated = True
+    mount_frames = ((BASE_FRAME, "body", "world"), (TCP_FRAME, "site", "tcp"))
+    """The world is the arm's base frame (``ee_pose``'s); the wrist camera rides with the TCP."""
 
     def __init__(
         self,
@@ -95,7 +98,7 @@ class ArmTwin(TwinRendering):
         unknown = set(cameras) - set(self.camera_names)
         if unknown:
             raise ValueError(f"unknown cameras {sorted(unknown)}; have {self.camera_names}")
-        self._cameras = tuple(cameras)
+        self.cameras, self.image_size = tuple(cameras), int(image_size)
         self._renderer = mujoco.Renderer(model, image_size, image_size) if cameras else None
         self._video = FrameRenderer(model, "front")  # videos from the front camera
         self._images: dict[str, np.ndarray] = {}
@@ -224,7 +227,7 @@ class ArmTwin(TwinRendering):
         if self._renderer is None:
             return {}
         if self._images_time != self.data.time:
-            for camera in self._cameras:
+            for camera in self.cameras:
                 self._renderer.update_scene(self.data, camera=camera)
                 self._images[camera] = self._renderer.render()
             self._images_time = self.data.time
@@ -280,6 +283,7 @@ class ArmTwin(TwinRendering):
             objects = self.scene.free_objects + self.scene.mocap_objects
             raise ValueError(f"no placeable object {name!r}; have {objects}")
         mujoco.mj_forward(m, d)
+        self._images_time = -1.0  # the scene changed at the same simulated time: render afresh
 
 
 def arm_twin_model(task) -> mujoco.MjModel:

@@ -54,6 +54,8 @@ class CarTwin(TwinRendering):
 
     is_simulated = True
     camera_names = ("front",)
+    mount_frames = (("base", "body", "car"),)
+    """The camera rides on the car's body: the odometry's child frame (``base``)."""
 
     def __init__(
         self,

@@ -5,6 +5,10 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+_IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+_FLIP_X = np.array([0.0, 1.0, 0.0, 0.0])
+"""Half a turn about x (w x y z)."""
+
 
 def overview_camera(lookat, distance: float, elevation: float = -60.0, azimuth: float = 90.0):
     """A free camera looking at ``lookat`` (a whole-scene view for videos)."""
@@ -42,8 +46,45 @@ class FrameRenderer:
 
 
 class TwinRendering:
-    """``render_frame`` and ``close`` of a twin that holds its ``data``, a video renderer
-    (``_video``, a ``FrameRenderer``) and its cameras' (``_renderer``, None without cameras)."""
+    """``render_frame``, ``camera_models`` and ``close`` of a twin that holds its ``model``,
+    ``data``, observed ``cameras`` rendered at ``image_size``, a video renderer (``_video``, a
+    ``FrameRenderer``) and its cameras' (``_renderer``, None without cameras)."""
+
+    mount_frames: tuple[tuple[str, str, str], ...] = ()
+    """The frames a camera's mount is given in: (frame, 'body' or 'site', MuJoCo name)."""
+
+    def camera_models(self) -> dict:
+        """Each observed camera as rendered: an ideal pinhole of its ``fovy`` at the square
+        observation size, mounted in the ``mount_frames`` entry fixed to the camera's body (the
+        scene's pose, turned from MuJoCo's camera axes, looking along -z with y up, to the
+        optical frame); no mount where none is."""
+        from robot_rl.data.camera_model import pinhole
+
+        size = self.image_size
+        return {
+            name: pinhole(size, size, float(self.model.camera(name).fovy[0]), self._mount(name))
+            for name in self.cameras
+        }
+
+    def _mount(self, name: str):
+        from robot_rl.data.camera_model import Mount
+
+        camera = self.model.camera(name)
+        for frame, kind, frame_name in self.mount_frames:
+            if kind == "site":
+                site = self.model.site(frame_name)
+                body, pos, quat = site.bodyid[0], site.pos, site.quat
+            else:
+                body, pos, quat = self.model.body(frame_name).id, np.zeros(3), _IDENTITY
+            if body != camera.bodyid[0]:
+                continue
+            inverse, position, turned, optical = np.empty(4), np.empty(3), np.empty(4), np.empty(4)
+            mujoco.mju_negQuat(inverse, quat)
+            mujoco.mju_rotVecQuat(position, camera.pos - pos, inverse)
+            mujoco.mju_mulQuat(turned, inverse, camera.quat)
+            mujoco.mju_mulQuat(optical, turned, _FLIP_X)  # y up, -z ahead -> y down, z ahead
+            return Mount(frame, tuple(position.tolist()), tuple(optical.tolist()))
+        return None
 
     def render_frame(self, size: int = 256) -> np.ndarray:
         """A video frame from the twin's video camera (evaluation videos)."""

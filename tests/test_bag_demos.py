@@ -11,14 +11,17 @@ pytest.importorskip("rclpy", reason="needs the ros extra: pip install -e '.[ros]
 from mcap_ros2.writer import Writer
 
 from robot_rl.cli import main
+from robot_rl.data.camera_model import CameraModel
 from robot_rl.data.mcap_demos import load_demos, read_episode
-from robot_rl.data.mcap_topics import arm_messages, header, image_message
+from robot_rl.data.mcap_topics import arm_messages, camera_info_message, header, image_message
 from robot_rl.data.ros_schemas import message_definition
 from robot_rl.envs.task import make_task
 
 SIZE = 16
 OBSERVE = ["--task", "pick_cube", "--cameras", "front", "--image-size", str(SIZE), "--robot-mode"]
 SENSOR_HZ, CAMERA_HZ, TELEOP_HZ = 50, 10, 50
+CAMERA = CameraModel(64, 48, 40.0, 41.0, 31.5, 23.5, distortion=(0.02, 0.0, 0.0, 0.0, 0.0))
+"""The bag's front camera: 64x48 frames (fitted to the task's size on import)."""
 
 
 def _tcp_x(t: float) -> float:
@@ -60,6 +63,8 @@ def write_bag(path, *, end=6.0, gap=None, presses=((2.0, 3), (3.5, 4))):
                 image = np.full((48, 64, 3), int(t * 10) % 256, np.uint8)
                 put("/front_cam/image_raw", "sensor_msgs/msg/Image",
                     image_message(image, round(t * 1e9), "front_cam"), t)  # fmt: skip
+                info = camera_info_message(CAMERA, round(t * 1e9), "front_cam")
+                put("/front_cam/camera_info", "sensor_msgs/msg/CameraInfo", info, t)
         for i in range(int(end * TELEOP_HZ)):
             t = i / TELEOP_HZ
             linear = [0.0, 0.0, 0.0]
@@ -111,6 +116,27 @@ def test_operator_presses_keep_and_drop_episodes(tmp_path):
     assert episode.observations[0]["front"].shape == (SIZE, SIZE, 3)
     _, counts = load_demos(out)  # what --demo-path does
     assert counts["episodes"] == 1
+    # the imported file says where its images are: the bag's camera_info, cropped to the
+    # centred 48x48 square and scaled to 16 px, and the TCP on /tf each step
+    infos, tcp = _decoded(files[0], "/front_cam/camera_info"), _decoded(files[0], "/tf")
+    assert len(infos) == len(tcp) == len(episode) + 1
+    scale = SIZE / 48
+    assert (infos[0].width, infos[0].height) == (SIZE, SIZE)
+    np.testing.assert_allclose(
+        [infos[0].k[i] for i in (0, 2, 4, 5)],
+        [40.0 * scale, (31.5 - 8) * scale, 41.0 * scale, 23.5 * scale],
+    )
+    assert list(infos[0].d) == [0.02, 0.0, 0.0, 0.0, 0.0]
+    assert tcp[0].transforms[0].child_frame_id == "tcp"
+
+
+def _decoded(path, topic: str) -> list:
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    with open(path, "rb") as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        return [m for *_, m in reader.iter_decoded_messages(topics=[topic])]
 
 
 def test_all_success_splits_at_gaps(tmp_path):

@@ -8,6 +8,7 @@ Every process group is killed in the fixture's teardown.
 
 from __future__ import annotations
 
+import math
 import time
 from types import SimpleNamespace
 
@@ -156,6 +157,16 @@ class TestPickCubeThroughTheRosTwin:
         for camera in CAMERAS:
             assert obs[camera].shape == (IMAGE_SIZE, IMAGE_SIZE, 3)
             assert obs[camera].std() > 1.0  # not a blank frame
+
+    def test_the_backend_keeps_each_cameras_info_for_recordings(self, ros_env):
+        from robot_rl.data.camera_model import recorded_cameras
+
+        cameras = recorded_cameras(ros_env.env)  # what record-demos writes as camera_info
+        assert set(cameras) == set(CAMERAS)
+        for camera, fovy in (("front", 45.0), ("wrist", 75.0)):  # sim/models/arm.xml
+            model = cameras[camera]
+            assert (model.width, model.height, model.mount) == (IMAGE_SIZE, IMAGE_SIZE, None)
+            assert model.fy == pytest.approx(0.5 * IMAGE_SIZE / math.tan(math.radians(fovy) / 2))
 
     def test_every_topic_of_the_contract_publishes(self, ros_env):
         # The probe is a node of its own: DDS discovery may match it later than the backend.

@@ -186,6 +186,7 @@ def record_episode(
     length in kept steps (a loaded machine's late camera frames do not eat it), bounded at
     ``STEP_BOUND`` times that in steps (a camera that stays stale ends it). ``figures``:
     ``steps`` taken, ``stale`` steps left out, ``rejected`` by the operator, ``seconds``."""
+    from robot_rl.data.camera_model import recorded_cameras
     from robot_rl.data.mcap_demos import DemoEpisode
     from robot_rl.data.transition import applied_action
     from robot_rl.runtime.evaluation import episode_success
@@ -252,6 +253,7 @@ def record_episode(
         terminated=np.asarray(terminated, bool),
         truncated=np.asarray(truncated, bool),
         readings=readings,
+        cameras=recorded_cameras(env),  # the file's camera_info and /tf_static
     )
     return episode, success, figures
 
@@ -289,6 +291,8 @@ def _describe(figures: dict) -> str:
 
 DEMO_MESSAGE_TYPES = (
     "sensor_msgs/msg/Image",
+    "sensor_msgs/msg/CameraInfo",
+    "tf2_msgs/msg/TFMessage",
     "sensor_msgs/msg/JointState",
     "geometry_msgs/msg/PoseStamped",
     "geometry_msgs/msg/TwistStamped",

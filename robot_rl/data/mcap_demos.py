@@ -7,6 +7,9 @@ action on ``/robot_rl/action``, and ``/robot_rl/reward``, ``/robot_rl/terminated
 ``/robot_rl/truncated``. Every message of step k has sequence number k; transition k is
 ``(obs_k, action_k, reward_{k+1}, terminated_{k+1}, truncated_{k+1}, obs_{k+1})``, exact after a
 round trip. Spaces, control rate and free-form facts are in the ``robot_rl.episode`` metadata.
+For other tools (``mcap_topics``; the reader ignores them): with ``readings``, the TCP on ``/tf``
+each step; with ``cameras``, each camera's ``/<camera>_cam/camera_info`` at every image's stamp
+and the known mounts on ``/tf_static`` once, at the first stamp.
 Writing needs the ROS 2 message packages (``ros_schemas``); reading only ``mcap`` and
 ``mcap-ros2-support``.
 """
@@ -23,7 +26,15 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from robot_rl.data.mcap_topics import arm_messages, camera_topic, image_from_message, image_message
+from robot_rl.data.camera_model import CameraModel
+from robot_rl.data.mcap_topics import (
+    arm_messages,
+    camera_frame,
+    camera_topic,
+    frame_messages,
+    image_from_message,
+    image_message,
+)
 from robot_rl.data.replay import ReplayBuffer
 from robot_rl.data.spaces_json import (
     box_from_json,
@@ -63,6 +74,9 @@ class DemoEpisode:
     """Backend readings beside each observation (device topics only; optional)."""
     info: dict[str, str] = field(default_factory=dict)
     """Free-form facts stored in the metadata (task, source, seed, ...)."""
+    cameras: dict[str, CameraModel] = field(default_factory=dict)
+    """Per camera observation key, what its recorded image shows (``camera_model``): written as
+    ``camera_info`` and ``/tf_static``, not read back (optional)."""
 
     def __post_init__(self) -> None:
         steps = len(self.actions)
@@ -119,6 +133,18 @@ def _array_message(values: np.ndarray, label: str) -> dict:
     }
 
 
+def _check_cameras(cameras: dict[str, CameraModel], observation_space: gym.spaces.Dict) -> None:
+    for key, model in cameras.items():
+        space = observation_space.spaces.get(key)
+        if space is None or not _is_image(space):
+            raise ValueError(f"cameras: {key!r} is not an image observation")
+        if (model.height, model.width) != space.shape[:2]:
+            raise ValueError(
+                f"cameras: {key!r} describes {model.width}x{model.height} images, its "
+                f"observation is {space.shape[1]}x{space.shape[0]}"
+            )
+
+
 def write_episode(
     path: str | os.PathLike,
     episode: DemoEpisode,
@@ -134,6 +160,7 @@ def write_episode(
     from robot_rl.data.ros_schemas import message_definition
 
     _check_spaces(observation_space)
+    _check_cameras(episode.cameras, observation_space)
     if control_hz <= 0:
         raise ValueError(f"control_hz must be > 0, got {control_hz}")
     path = Path(path)
@@ -157,6 +184,11 @@ def write_episode(
             if episode.readings is not None:
                 for topic, type_name, message in arm_messages(episode.readings[k], stamp):
                     put(topic, type_name, message, k, stamp)
+            reading = episode.readings[k] if episode.readings is not None else None
+            for topic, type_name, message in frame_messages(
+                episode.cameras, reading, stamp, k == 0
+            ):
+                put(topic, type_name, message, k, stamp)
             for key, space in observation_space.spaces.items():
                 value = np.asarray(obs[key])
                 if value.shape != space.shape:
@@ -164,7 +196,7 @@ def write_episode(
                         f"observation {k}[{key!r}]: shape {value.shape}, expected {space.shape}"
                     )
                 if _is_image(space):
-                    message = image_message(value.astype(np.uint8), stamp, f"{key}_cam")
+                    message = image_message(value.astype(np.uint8), stamp, camera_frame(key))
                     put(camera_topic(key), "sensor_msgs/msg/Image", message, k, stamp)
                 else:
                     put(OBSERVATION_PREFIX + key, ARRAY_TYPE, _array_message(value, key), k, stamp)

@@ -2,8 +2,10 @@
 plain dicts.
 
 A recording carries these so that ``ros2 bag`` and Foxglove show a demonstration the way the
-drivers publish it. They are for people and tools: the demonstration buffer is rebuilt from the
-``/robot_rl/*`` topics and the camera images only (see ``mcap_demos``). Messages are dicts in
+drivers publish it, with what other tools need to place the images in space: each camera's
+``camera_info``, the TCP on ``/tf`` and the cameras' mounts on ``/tf_static``. They are for people
+and tools: the demonstration buffer is rebuilt from the ``/robot_rl/*`` topics and the camera
+images only (see ``mcap_demos``). Messages are dicts in
 the field layout of the standard types, which is what ``mcap_ros2``'s encoder takes.
 """
 
@@ -11,9 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_rl.ros.arm_contract import ARM_JOINTS, ARM_NAMESPACE, BASE_FRAME, FLANGE_FRAME
+from robot_rl.data.camera_model import CameraModel
+from robot_rl.ros.arm_contract import ARM_JOINTS, ARM_NAMESPACE, BASE_FRAME, FLANGE_FRAME, TCP_FRAME
 
 IMAGE_TYPE = "sensor_msgs/msg/Image"
+CAMERA_INFO_TYPE = "sensor_msgs/msg/CameraInfo"
+TF_TYPE = "tf2_msgs/msg/TFMessage"
+TF_TOPIC, TF_STATIC_TOPIC = "/tf", "/tf_static"
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 POSE_TYPE = "geometry_msgs/msg/PoseStamped"
 TWIST_TYPE = "geometry_msgs/msg/TwistStamped"
@@ -23,6 +29,16 @@ WRENCH_TYPE = "geometry_msgs/msg/WrenchStamped"
 def camera_topic(camera: str) -> str:
     """``front`` -> ``/front_cam/image_raw`` (each camera in its own namespace)."""
     return f"/{camera}_cam/image_raw"
+
+
+def camera_frame(camera: str) -> str:
+    """``front`` -> ``front_cam``: the frame of its images, camera_info and mount."""
+    return f"{camera}_cam"
+
+
+def camera_info_topic(camera: str) -> str:
+    """``front`` -> ``/front_cam/camera_info``, beside its images."""
+    return f"/{camera}_cam/camera_info"
 
 
 def header(stamp_ns: int, frame_id: str) -> dict:
@@ -108,4 +124,66 @@ def arm_messages(reading: dict[str, np.ndarray], stamp_ns: int) -> list[tuple[st
     if "wrench" in reading:
         wrench = _vectors(reading["wrench"], "force", "torque")
         add("ee_wrench", WRENCH_TYPE, FLANGE_FRAME, wrench=wrench)
+    return out
+
+
+def camera_info_message(model: CameraModel, stamp_ns: int, frame_id: str) -> dict:
+    """sensor_msgs/CameraInfo of ``model`` (an unrectified image: R identity, P = [K | 0])."""
+    fx, fy, cx, cy = (float(v) for v in (model.fx, model.fy, model.cx, model.cy))
+    return {
+        "header": header(stamp_ns, frame_id),
+        "height": int(model.height),
+        "width": int(model.width),
+        "distortion_model": model.distortion_model,
+        "d": [float(v) for v in model.distortion],
+        "k": [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0],
+        "r": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        "p": [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0],
+        "binning_x": 0,
+        "binning_y": 0,
+        "roi": {"x_offset": 0, "y_offset": 0, "height": 0, "width": 0, "do_rectify": False},
+    }
+
+
+def transform(stamp_ns: int, parent: str, child: str, position, quat_wxyz) -> dict:
+    """geometry_msgs/TransformStamped: ``child``'s pose in ``parent`` (quaternion w x y z)."""
+    x, y, z = _floats(position)
+    qw, qx, qy, qz = _floats(quat_wxyz)
+    return {
+        "header": header(stamp_ns, parent),
+        "child_frame_id": child,
+        "transform": {
+            "translation": {"x": x, "y": y, "z": z},
+            "rotation": {"x": qx, "y": qy, "z": qz, "w": qw},
+        },
+    }
+
+
+def tcp_transform(reading: dict[str, np.ndarray], stamp_ns: int) -> dict | None:
+    """The arm's TCP in its base frame (what ``ee_pose`` says), None without a TCP pose."""
+    if "tcp_pos" not in reading or "tcp_quat" not in reading:
+        return None
+    return transform(stamp_ns, BASE_FRAME, TCP_FRAME, reading["tcp_pos"], reading["tcp_quat"])
+
+
+def frame_messages(
+    cameras: dict[str, CameraModel], reading: dict | None, stamp_ns: int, first: bool
+) -> list[tuple[str, str, dict]]:
+    """(topic, type, message) that place a step's images in space: the cameras' known mounts on
+    ``/tf_static`` (``first`` step only), the TCP on ``/tf`` (from ``reading``), and each
+    camera's ``camera_info`` (by observation key)."""
+    out = []
+    mounts = [
+        transform(stamp_ns, m.parent, camera_frame(key), m.position, m.quat)
+        for key, model in cameras.items()
+        if (m := model.mount) is not None
+    ]
+    if first and mounts:
+        out.append((TF_STATIC_TOPIC, TF_TYPE, {"transforms": mounts}))
+    tcp = tcp_transform(reading, stamp_ns) if reading is not None else None
+    if tcp is not None:
+        out.append((TF_TOPIC, TF_TYPE, {"transforms": [tcp]}))
+    for key, model in cameras.items():
+        info = camera_info_message(model, stamp_ns, camera_frame(key))
+        out.append((camera_info_topic(key), CAMERA_INFO_TYPE, info))
     return out

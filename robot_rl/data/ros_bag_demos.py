@@ -8,7 +8,8 @@ stamped at or before the tick, staleness bound ``max_age``), observed by ``task.
 starts at the first fresh tick with a non-zero action and ends at the operator's verdict on
 ``success_topic`` (Joy success button: kept, reward 1 and terminated there; reject: dropped;
 ``std_msgs/Bool`` True: success) or at a stale tick or the bag's end (dropped unless
-``all_success``, which makes every episode a success and ignores verdicts).
+``all_success``, which makes every episode a success and ignores verdicts). A camera's
+``camera_info`` in the bag, fitted as its frames are, goes with the episodes (``camera_model``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from robot_rl.data.camera_model import from_camera_info
 from robot_rl.data.mcap_demos import DemoEpisode
-from robot_rl.data.mcap_topics import camera_topic
+from robot_rl.data.mcap_topics import camera_info_topic, camera_topic
 from robot_rl.envs.backend import StaleReadingError
 from robot_rl.errors import UserError
 
@@ -137,8 +139,13 @@ def bag_episodes(
     for camera in task.cameras:
         converters[camera_topic(camera)] = camera_entries(camera, task.image_size)
     verdict = None if rules.all_success else rules.success_topic
-    raw = {TWIST_TOPIC, JOY_TOPIC} | ({verdict} if verdict else set())
+    infos = {camera_info_topic(c): c for c in task.cameras}
+    raw = {TWIST_TOPIC, JOY_TOPIC, *infos} | ({verdict} if verdict else set())
     data, schemas = _read(files, converters, raw)
+    # the images' intrinsics: each camera's last camera_info in the bag, fitted as its frames
+    cameras = {
+        c: from_camera_info(data[t][-1][1], task.image_size) for t, c in infos.items() if t in data
+    }
     missing = [camera_topic(c) for c in task.cameras if camera_topic(c) not in data]
     if missing:
         raise BagError(f"{path}: no messages on {', '.join(missing)} (a camera the task observes)")
@@ -168,7 +175,7 @@ def bag_episodes(
     start = max(h.stamps[0] for h in histories)
     end = max(h.stamps[-1] for h in histories)
     period = 1.0 / task.control_hz
-    recorder = _EpisodeRecorder(task, rules)
+    recorder = _EpisodeRecorder(task, rules, cameras)
     event_index, previous = 0, -np.inf
     for k in range(int(np.floor((end - start) / period)) + 1):
         tick = start + k * period
@@ -228,8 +235,8 @@ def _verdicts(messages, schema: str, rules: BagRules) -> list[tuple[float, str]]
 class _EpisodeRecorder:
     """Steps -> episodes, by the module's rules."""
 
-    def __init__(self, task, rules: BagRules):
-        self.task, self.rules = task, rules
+    def __init__(self, task, rules: BagRules, cameras: dict):
+        self.task, self.rules, self.cameras = task, rules, cameras
         self._reset()
 
     def _reset(self) -> None:
@@ -280,6 +287,7 @@ class _EpisodeRecorder:
             terminated=terminated,
             truncated=np.zeros(steps, bool),
             readings=readings,
+            cameras={c: model for c, model in self.cameras.items() if model},
             info={"source": "ros2 bag", "judge": "all-success" if self.rules.all_success else ""},
         )
 

@@ -4,8 +4,9 @@ An MCAP file written with ROS 2 message encoding carries, per message type, the 
 followed by the text of every type it uses, each introduced by a line of ``=`` and
 ``MSG: pkg/Type`` (the layout ``ros2 bag record`` writes). The text comes from the message
 packages' ``share/<pkg>/msg/<Type>.msg``: the ROS 2 wheels install them under the environment's
-prefix, a sourced ROS 2 install lists its prefixes in ``AMENT_PREFIX_PATH``. Nothing here imports
-rclpy; the files are needed to *write* recordings only (a reader takes the schema from the file).
+prefix, a sourced ROS 2 install lists its prefixes in ``AMENT_PREFIX_PATH``; the few types
+without a wheel come from ``FALLBACK_DEFINITIONS``. Nothing here imports rclpy; the files are
+needed to *write* recordings only (a reader takes the schema from the file).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ PRIMITIVE_TYPES = frozenset(
     }
 )  # fmt: skip
 SEPARATOR = "=" * 80
+FALLBACK_DEFINITIONS = {
+    ("tf2_msgs", "TFMessage"): "geometry_msgs/TransformStamped[] transforms\n",
+}
+"""The .msg text of types whose package has no PyPI wheel (tf2_msgs), as their ROS 2 package has
+it; used only where no installed .msg file is found (an installed one wins)."""
 
 
 class MessageDefinitionError(UserError, LookupError):
@@ -60,6 +66,8 @@ def _msg_text(package: str, name: str) -> str:
         path = share / package / "msg" / f"{name}.msg"
         if path.is_file():
             return path.read_text()
+    if (package, name) in FALLBACK_DEFINITIONS:
+        return FALLBACK_DEFINITIONS[package, name]
     raise MessageDefinitionError(
         f"no definition of {package}/msg/{name} (looked for {package}/msg/{name}.msg under "
         f"{', '.join(str(d) for d in share_dirs()) or 'no share directory'}); install the "

@@ -6,3 +6,5 @@ ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
 GRIPPER_JOINT = "gripper"
 BASE_FRAME = "base"
 FLANGE_FRAME = "flange"
+TCP_FRAME = "tcp"
+"""The frame of the TCP pose on ``ee_pose`` (in ``BASE_FRAME``), as demos record it on ``/tf``."""

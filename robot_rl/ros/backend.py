@@ -22,7 +22,7 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import Image, Imu, JointState
+from sensor_msgs.msg import CameraInfo, Image, Imu, JointState
 from std_msgs.msg import Bool, Float64
 from std_srvs.srv import SetBool, Trigger
 
@@ -78,6 +78,8 @@ class RosRobotBackend:
         cameras and the transport take, before the actor's own work."""
         self._arrivals = threading.Condition()
         self._camera_histories: list[TopicHistory] = []
+        self.camera_info: dict[str, CameraInfo] = {}
+        """Per camera, the driver's newest ``camera_info`` (what recordings say of the images)."""
         self._frames_at_tick: list[float | None] = []
         self._context = Context()
         # never the host's argv: only the ROS arguments meant for this node
@@ -97,6 +99,8 @@ class RosRobotBackend:
             self._camera_histories.append(
                 self.subscribe(f"{ns}/image_raw", Image, self._image_extractor(camera), True)
             )
+            keep = lambda msg, camera=camera: self.camera_info.__setitem__(camera, msg)
+            self.node.create_subscription(CameraInfo, f"{ns}/camera_info", keep, sensor_qos())
         self._clients: dict[str, object] = {}
         self._executor = SingleThreadedExecutor(context=self._context)
         self._executor.add_node(self.node)
