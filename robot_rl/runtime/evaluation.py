@@ -58,15 +58,18 @@ def evaluate(
     on_frame: Callable[[gym.Env], None] | None = None,
     on_episode: Callable[[dict], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    reset: Callable[..., tuple] | None = None,
 ) -> EvalResult:
     """Run ``episodes`` episodes of ``policy`` (observation -> action) from seeded resets.
     ``on_episode`` gets each episode's figures (episode, return, length, success, failure,
-    seconds) as it ends; ``on_start`` the episode's index once its reset is done."""
+    seconds) as it ends; ``on_start`` the episode's index once its reset is done; ``reset``
+    (``reset(seed=...)``, default ``env.reset``) resets the env (a robot's, retried)."""
+    reset = env.reset if reset is None else reset
     returns, lengths, successes, failures = [], [], 0, 0
     finals: dict[str, list[float]] = {}
     for episode in range(episodes):
         started = time.monotonic()
-        obs, info = env.reset(seed=seed + episode)
+        obs, info = reset(seed=seed + episode)
         if on_start is not None:
             on_start(episode)
         total, length, success = 0.0, 0, False

@@ -172,6 +172,7 @@ def _run_episodes(cfg, checkpoint, task, task_name, options, hardware, sources, 
     """The episodes, with the drivers up: (the evaluation's result, the judge's report)."""
     from robot_rl.agents.checkpoint import read_config, restore_agent
     from robot_rl.agents.sac import SACAgent
+    from robot_rl.resets.retry import reset_with_retry
     from robot_rl.rewards.reward_sources import with_reward_sources
     from robot_rl.runtime.environments import make_env
     from robot_rl.runtime.eval_judge import SuccessJudge, TaskSuccessRecord
@@ -223,8 +224,12 @@ def _run_episodes(cfg, checkpoint, task, task_name, options, hardware, sources, 
         def on_start(episode: int) -> None:
             console.print(f"episode {episode + 1}/{cfg.episodes}: running")
 
+        def reset(**kwargs):  # a refused reset (the arm not yet home) is tried again
+            return reset_with_retry(env, log=lambda line: console.print(f"[yellow]{line}[/]"),
+                                    **kwargs)  # fmt: skip
+
         result = evaluate(agent.eval_actions, env, cfg.episodes, seed=cfg.seed,
-                          on_episode=on_episode, on_start=on_start)  # fmt: skip
+                          on_episode=on_episode, on_start=on_start, reset=reset)  # fmt: skip
     finally:
         if env is not None:
             env.close()
