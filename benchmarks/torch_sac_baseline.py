@@ -14,6 +14,10 @@ layer), as ours. Trunks:
 - ``resnet10``: torchvision's ResNet-10 layout (``TorchResNet10`` below), frozen, run on
   every sampled image (no cache) under ``inference_mode``, all cameras and obs/next_obs of a
   minibatch in one call, BatchNorm folded into the convolutions.
+- ``none``: no cameras, the state alone (the state configuration).
+
+``GroupNormResNet10`` is the frozen encoder that LeRobot's SAC loads (``helper2424/resnet10``,
+HIL-SERL's ResNet-10 with GroupNorm), built here for the LeRobot peer of pixels_vs_torch.
 
 Written for speed on a CPU the fair way: channels_last, fused Adam, ``torch.set_num_threads``,
 no autograd where no gradient is needed, foreach Polyak.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -211,6 +216,58 @@ class FrozenResNet(nn.Module):
         return m.layer4(m.layer3(m.layer2(m.layer1(x))))
 
 
+def _group_norm(channels: int) -> nn.GroupNorm:
+    return nn.GroupNorm(4, channels, eps=1e-5)
+
+
+class _GroupNormBlock(nn.Module):
+    """Two 3x3 convolutions, each followed by GroupNorm(4); a strided 1x1 projection (with its
+    GroupNorm) on the shortcut where the shape changes."""
+
+    def __init__(self, in_width: int, width: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_width, width, 3, stride=stride, padding=1, bias=False)
+        self.norm1 = _group_norm(width)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.norm2 = _group_norm(width)
+        self.project = None
+        if stride != 1 or in_width != width:
+            self.project = nn.Sequential(
+                nn.Conv2d(in_width, width, 1, stride=stride, bias=False), _group_norm(width)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.norm1(self.conv1(x)))
+        y = self.norm2(self.conv2(y))
+        return F.relu(y + (x if self.project is None else self.project(x)))
+
+
+class GroupNormResNet10(nn.Module):
+    """HIL-SERL's ResNet-10 as LeRobot's ``PretrainedImageEncoder`` loads it from the Hub
+    (``helper2424/resnet10``): a 7x7 stride-2 convolution to 64 channels, GroupNorm(4), ReLU,
+    3x3 stride-2 max-pool, then one basic block per stage of 64, 128, 256 and 512 channels
+    (strides 1, 2, 2, 2). ``forward`` answers as a transformers model does, with the last
+    feature map as ``last_hidden_state``; ``config.hidden_sizes`` names the stage widths."""
+
+    def __init__(self, widths=(64, 128, 256, 512)):
+        super().__init__()
+        self.config = SimpleNamespace(hidden_sizes=list(widths))
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, widths[0], 7, stride=2, padding=3, bias=False),
+            _group_norm(widths[0]),
+            nn.ReLU(),
+            nn.MaxPool2d(3, stride=2, padding=1),
+        )
+        blocks, in_width = [], widths[0]
+        for i, width in enumerate(widths):
+            blocks.append(_GroupNormBlock(in_width, width, 1 if i == 0 else 2))
+            in_width = width
+        self.stages = nn.Sequential(*blocks)
+
+    def forward(self, images: torch.Tensor) -> SimpleNamespace:
+        return SimpleNamespace(last_hidden_state=self.stages(self.stem(images)))
+
+
 class TorchSAC:
     """The update of robot_rl's SACAgent, in PyTorch (no gripper critic)."""
 
@@ -251,6 +308,9 @@ class TorchSAC:
             trunk_factory = None
             with torch.inference_mode():
                 fmap = self.frozen(probe).shape[1:]
+        elif trunk == "none":
+            self.frozen, trunk_factory, fmap = None, None, (0, 0, 0)
+            cameras = self.cameras = ()
         else:
             raise ValueError(trunk)
         encoder = Encoder(cameras, trunk_factory, tuple(fmap), pooled, bottleneck)
