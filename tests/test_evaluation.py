@@ -4,6 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from robot_rl.resets.retry import reset_with_retry
 from robot_rl.runtime.evaluation import evaluate, wilson_interval
 
 
@@ -35,6 +36,31 @@ def test_evaluate_counts_success_failure_and_final_info():
     assert result.length_mean == 3.0 and result.return_mean == 3.0
     assert result.final_info == {"laps": 1.0}
     assert result.success_ci_low < 0.5 < result.success_ci_high
+
+
+class RefusesFirstReset(CoinTask):
+    """A robot whose first reset is refused (the arm not home yet on a loaded machine)."""
+
+    refusals = 1
+
+    def reset(self, *, seed=None, options=None):
+        if self.refusals:
+            self.refusals -= 1
+            raise RuntimeError("/arm/reset refused: reset pose not reached (289.9 mm away)")
+        return super().reset(seed=seed, options=options)
+
+
+def test_evaluate_resets_through_the_given_reset_so_a_refused_one_is_retried():
+    env, lines = RefusesFirstReset(), []
+
+    def reset(**kwargs):
+        return reset_with_retry(env, log=lines.append, sleep=lambda s: None, **kwargs)
+
+    result = evaluate(lambda obs: np.zeros(1), env, episodes=4, seed=0, reset=reset)
+    assert result.episodes == 4 and result.success_rate == 0.5  # seeds 0..3, as without it
+    assert "refused (try 1 of 6)" in lines[0] and lines[1] == "reset done on try 2 of 6"
+    with pytest.raises(RuntimeError, match="refused"):  # the env's own reset is not retried
+        evaluate(lambda obs: np.zeros(1), RefusesFirstReset(), episodes=1, seed=0)
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 10), (10, 10), (45, 50), (5, 50)])
