@@ -58,11 +58,12 @@ class TwinRendering:
         observation size, mounted in the ``mount_frames`` entry fixed to the camera's body (the
         scene's pose, turned from MuJoCo's camera axes, looking along -z with y up, to the
         optical frame); no mount where none is."""
-        from robot_rl.data.camera_model import pinhole
+        from robot_rl.data.camera_model import CameraModel
 
         size = self.image_size
+        fovy = {name: float(self.model.camera(name).fovy[0]) for name in self.cameras}
         return {
-            name: pinhole(size, size, float(self.model.camera(name).fovy[0]), self._mount(name))
+            name: CameraModel.from_fov(size, size, fovy[name], mount=self._mount(name))
             for name in self.cameras
         }
 

@@ -20,7 +20,7 @@ from robot_rl.envs.task import make_task
 SIZE = 16
 OBSERVE = ["--task", "pick_cube", "--cameras", "front", "--image-size", str(SIZE), "--robot-mode"]
 SENSOR_HZ, CAMERA_HZ, TELEOP_HZ = 50, 10, 50
-CAMERA = CameraModel(64, 48, 40.0, 41.0, 31.5, 23.5, distortion=(0.02, 0.0, 0.0, 0.0, 0.0))
+CAMERA = CameraModel(64, 48, 40.0, 41.0, 31.5, 23.5, coefficients=(0.02, 0.0, 0.0, 0.0, 0.0))
 """The bag's front camera: 64x48 frames (fitted to the task's size on import)."""
 
 

@@ -56,13 +56,13 @@ def _pixel(info, point_in_optical: np.ndarray) -> np.ndarray:
 def test_fitted_intrinsics_follow_the_pixels_through_fit_image(width, height, size):
     """A point seen at source pixel (u, v) is, by the fitted intrinsics, where fit_image put that
     pixel: each source pixel's coordinates are painted into it and read back after the fit."""
-    source = CameraModel(width, height, 41.0, 43.0, 30.2, 22.7, distortion=(0.1, 0, 0, 0, 0))
+    source = CameraModel(width, height, 41.0, 43.0, 30.2, 22.7, coefficients=(0.1, 0, 0, 0, 0))
     v, u = np.mgrid[0:height, 0:width]
     image = np.stack([u, v, np.zeros_like(u)], axis=-1).astype(np.uint8)
     out = fit_image(image, size)
     model = fitted(source, size)
     assert (model.width, model.height) == (size, size) == out.shape[1::-1]
-    assert model.distortion == source.distortion
+    assert model.coefficients == source.coefficients
     side = min(width, height)
     j, i = np.mgrid[0:size, 0:size]
     su, sv = out[..., 0].astype(float), out[..., 1].astype(float)
@@ -182,7 +182,7 @@ def test_the_ros_backend_keeps_each_cameras_newest_info_for_the_recording():
         spinner.close()
         backend.close()
     expected = fitted(
-        CameraModel(64, 48, 50.0, 51.0, 31.5, 23.5, distortion=(0.01, 0, 0, 0, 0)), 16
+        CameraModel(64, 48, 50.0, 51.0, 31.5, 23.5, coefficients=(0.01, 0, 0, 0, 0)), 16
     )
     assert cameras == {"front": expected}
     assert (expected.width, expected.height) == (16, 16)

@@ -18,34 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Intrinsics:
-    """Pinhole intrinsics of an image of ``width`` x ``height`` pixels (pixel centres at
-    integer coordinates) and its distortion model and coefficients, as ROS names them."""
-
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    distortion_model: str = "plumb_bob"
-    coefficients: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0)
-
-    @staticmethod
-    def from_fov(width: int, height: int, fovy_deg: float) -> Intrinsics:
-        """An ideal camera (square pixels, centred principal point): what a camera without
-        calibration data is assumed to be."""
-        if not 0 < fovy_deg < 180:
-            raise ValueError(
-                f"the vertical field of view must lie in (0, 180) degrees, got {fovy_deg}"
-            )
-        focal = 0.5 * height / math.tan(math.radians(fovy_deg) / 2)
-        return Intrinsics(width, height, focal, focal, (width - 1) / 2, (height - 1) / 2)
-
-    def matrix(self) -> np.ndarray:
-        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+from robot_rl.data.camera_model import Intrinsics  # the one pinhole type (re-exported)
 
 
 @dataclass(frozen=True)

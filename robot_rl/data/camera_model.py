@@ -26,9 +26,10 @@ class Mount:
 
 
 @dataclass(frozen=True)
-class CameraModel:
-    """Intrinsics of an image of ``width`` x ``height`` pixels, and the camera's mount (None:
-    unknown)."""
+class Intrinsics:
+    """Pinhole intrinsics of an image of ``width`` x ``height`` pixels (pixel centres at
+    integer coordinates) and its distortion model and coefficients, as ROS names them: what a
+    camera driver publishes (``drivers/cameras``) and a recording keeps."""
 
     width: int
     height: int
@@ -37,8 +38,22 @@ class CameraModel:
     cx: float
     cy: float
     distortion_model: str = "plumb_bob"
-    distortion: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0)
-    mount: Mount | None = None
+    coefficients: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0)
+
+    @classmethod
+    def from_fov(cls, width: int, height: int, fovy_deg: float, **more):
+        """An ideal camera (square pixels, centred principal point, no distortion) of vertical
+        field of view ``fovy_deg``, ``fy = h / (2 tan(fovy / 2))``: what a camera without
+        calibration data is assumed to be, and what MuJoCo renders. ``more``: further fields."""
+        if not 0 < fovy_deg < 180:
+            raise ValueError(
+                f"the vertical field of view must lie in (0, 180) degrees, got {fovy_deg}"
+            )
+        focal = 0.5 * height / math.tan(math.radians(fovy_deg) / 2)
+        return cls(width, height, focal, focal, (width - 1) / 2, (height - 1) / 2, **more)
+
+    def matrix(self) -> np.ndarray:
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
 
     def project(self, point: np.ndarray) -> np.ndarray:
         """Pixel (u, v) of a point in the optical frame (distortion not applied)."""
@@ -46,15 +61,11 @@ class CameraModel:
         return np.array([self.fx * x / z + self.cx, self.fy * y / z + self.cy])
 
 
-def pinhole(width: int, height: int, fovy_deg: float, mount: Mount | None = None) -> CameraModel:
-    """An ideal camera (square pixels, centred principal point, no distortion) of vertical field
-    of view ``fovy_deg``: what MuJoCo renders, ``fy = h / (2 tan(fovy / 2))``."""
-    if width <= 0 or height <= 0 or not 0 < fovy_deg < 180:
-        raise ValueError(
-            f"need a positive size and 0 < fovy < 180, got {width}x{height}, {fovy_deg}"
-        )
-    focal = 0.5 * height / math.tan(math.radians(fovy_deg) / 2)
-    return CameraModel(width, height, focal, focal, (width - 1) / 2, (height - 1) / 2, mount=mount)
+@dataclass(frozen=True)
+class CameraModel(Intrinsics):
+    """A recorded image's intrinsics and the camera's mount (None: unknown)."""
+
+    mount: Mount | None = None
 
 
 def from_camera_info(msg, size: int) -> CameraModel | None:

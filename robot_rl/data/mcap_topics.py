@@ -135,7 +135,7 @@ def camera_info_message(model: CameraModel, stamp_ns: int, frame_id: str) -> dic
         "height": int(model.height),
         "width": int(model.width),
         "distortion_model": model.distortion_model,
-        "d": [float(v) for v in model.distortion],
+        "d": [float(v) for v in model.coefficients],
         "k": [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0],
         "r": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
         "p": [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0],
