@@ -38,6 +38,7 @@ from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.policy_updater import PolicyUpdater
 from robot_rl.runtime.progress import Every, on_stop
 from robot_rl.runtime.rate import Rate
+from robot_rl.runtime.stopping import raise_if_pending
 from robot_rl.runtime.utd_pacer import UtdPacer
 from robot_rl.transport.client import TransportClient
 from robot_rl.transport.messages import DEFAULT_VALUE_BOUND, check_values, encode_transition
@@ -227,6 +228,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
     try:
         with on_stop(stopped):
             while cfg.total_steps is None or outbox.next_seq + loop.held < cfg.total_steps:
+                raise_if_pending()  # a SIGTERM whose raise a gc callback swallowed
                 if deadline is not None and time.monotonic() >= deadline:
                     console.print(f"time budget of {cfg.max_seconds:g} s spent: acting stops")
                     break

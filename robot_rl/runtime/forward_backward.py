@@ -32,6 +32,7 @@ from robot_rl.runtime.evaluation import evaluate
 from robot_rl.runtime.learning_core import LearningCore
 from robot_rl.runtime.progress import Every, PerSecond, on_stop
 from robot_rl.runtime.run_dir import RunLogger
+from robot_rl.runtime.stopping import raise_if_pending
 
 FB_FIGURES = ("return", "length", "success")
 """The episode figures each direction logs (no operator here)."""
@@ -278,6 +279,7 @@ def run_forward_backward(
     step = start
     with on_stop(stopped):
         for step in range(start + 1, cfg.total_steps + 1):
+            raise_if_pending()  # a SIGTERM whose raise a gc callback swallowed
             d = active
             result = d.loop.step(d.act)
             ended = result.ended

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 
 from rich.console import Console
 
+from robot_rl.runtime import stopping
+
 
 def format_seconds(seconds: float | None) -> str:
     """'1h02m', '4m05s', '12s'; '?' when unknown."""
@@ -165,5 +167,6 @@ def on_stop(final: Callable[[], object]) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
+        stopping.acknowledge()
         final()
         raise

@@ -6,6 +6,11 @@ SLURM, ``docker stop``, systemd and ``kill`` send SIGTERM; a person at the termi
 its one line, its exit code) runs for both. The exit code says which it was: 130 for SIGINT,
 143 for SIGTERM (128 + the signal's number, as a shell reports a process killed by it).
 A command that handles SIGTERM itself (the learner, ``up``) replaces this handler while it runs.
+
+A handler's exception lands wherever the main thread is, and where that is a gc callback or a
+``__del__`` (JAX's ``_xla_gc_callback`` runs often), Python prints "Exception ignored" and goes
+on: the stop was lost and training ran on until killed. So the signal stays pending until an
+``on_stop`` block has seen it, and the loops call ``raise_if_pending()`` each step.
 """
 
 from __future__ import annotations
@@ -22,11 +27,24 @@ class Terminated(KeyboardInterrupt):
 
 
 _received: list[int] = []
+_pending: list[int] = []
 
 
 def _on_sigterm(signum, _frame) -> None:
     _received.append(signum)
+    _pending.append(signum)
     raise Terminated()
+
+
+def raise_if_pending() -> None:
+    """Raise ``Terminated`` again for a SIGTERM whose first raise was swallowed."""
+    if _pending:
+        raise Terminated()
+
+
+def acknowledge() -> None:
+    """The stop reached a handler (``on_stop``): nothing is pending any more."""
+    _pending.clear()
 
 
 def sigterm_as_sigint() -> bool:

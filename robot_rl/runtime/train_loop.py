@@ -34,7 +34,7 @@ from robot_rl.runtime.observation_mode import ObservationMode
 from robot_rl.runtime.progress import Every, JobProgress, PerSecond, format_seconds, on_stop
 from robot_rl.runtime.recipes import Unset, resolve
 from robot_rl.runtime.run_dir import RunLogger
-from robot_rl.runtime.stopping import stop_name
+from robot_rl.runtime.stopping import raise_if_pending, stop_name
 
 
 @dataclass
@@ -332,6 +332,7 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
 
     with progress, on_stop(stopped):
         for step in range(start_step + 1, cfg.total_steps + 1):
+            raise_if_pending()  # a SIGTERM whose raise a gc callback swallowed
             ended = loop.step(policy).ended
             progress.update(step)
             if operator_pace is not None:
