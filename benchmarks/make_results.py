@@ -42,9 +42,11 @@ FOLDERS = {
     "FR3 cell (no script; the command is recorded in the file): success by episode window.",
     "fr3_cell_workflow": "The HIL-SERL robot workflow in the simulated FR3 cell "
     "(`benchmarks/fr3_cell_workflow.py`), stage by stage; one file per run.",
-    "gym_hil": "gym_hil's PandaPickCubeBase-v0 through `robot-rl train --backend gym`: state, and "
-    "images (`--env-kwargs image_obs=True --cameras front wrist`); one file per run, its summary "
-    "record with the command, settings and LeRobot's published figure.",
+    "gym_hil": "gym_hil's PandaPickCubeBase-v0 through `robot-rl train --backend gym` "
+    "(`benchmarks/gym_hil.py`): state, and images (`--env-kwargs image_obs=True --cameras front "
+    "wrist`), with 20 demos from the scripted picker (`--expert`); `*_no_demos_*`: without "
+    "demonstrations. One file per run, its summary record with the command and LeRobot's "
+    "published figure.",
     "learner": "Learner update throughput and its roofline (`benchmarks/learner.py`); "
     "`xla_flags.jsonl` was written by `benchmarks/learner_flags.py`, since removed.",
     "loop_speed": "`train`'s and the learner's loops against the pure update rate "

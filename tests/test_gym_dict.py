@@ -223,3 +223,106 @@ def test_gym_hil_pick_cube_state_and_images():
     assert obs["front"].shape == obs["wrist"].shape == (32, 32, 3)
     assert obs["state"].shape == (18,) and obs["front"].std() > 0
     env.close()
+
+
+REACH_EXPERT = """
+import numpy as np
+
+
+class Reach:
+    '''Straight at the target, in the env's units (its bounds are +-0.25).'''
+
+    resets = 0
+
+    def __init__(self, env):
+        self.env = env
+
+    def reset(self):
+        Reach.resets += 1
+
+    def __call__(self, observation):
+        return np.clip(observation["target"] - observation["agent_pos"], -0.25, 0.25)
+
+
+def wrong_shape(env):
+    return lambda observation: np.zeros(3)
+"""
+
+
+def test_an_expert_answers_in_the_envs_units_and_the_agent_gets_them_in_unit_range(tmp_path):
+    from robot_rl.envs.gym_expert import make_gym_expert
+
+    path = tmp_path / "reach_expert.py"
+    path.write_text(REACH_EXPERT)
+    env = make_gym_env(ENV_ID, env_kwargs={"radius": 0.05})
+    expert = make_gym_expert(f"{path}:Reach", env)
+    assert expert.policy.env is env.env  # the env as gym.make made it
+    env.reset(seed=3)
+    expert.reset(np.random.default_rng(0))
+    raw = env.reading
+    wanted = np.clip(raw["target"] - raw["agent_pos"], -0.25, 0.25)
+    action = expert.act(raw)
+    np.testing.assert_allclose(action, wanted / 0.25, atol=1e-6)
+    env.step(action)
+    np.testing.assert_allclose(env.unwrapped.last_action, wanted, atol=1e-6)  # back to its units
+    with pytest.raises(UserError, match=r"shape \(3,\); the env takes \(2,\)"):
+        make_gym_expert(f"{path}:wrong_shape", env).act(raw)
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("no_colon", "expected module:name"),
+        ("no_such_expert_module:Reach", "'no_such_expert_module' does not import"),
+        ("{dir}/missing.py:Reach", "no file"),
+        ("{dir}/reach_expert.py:Nothing", "no callable 'Nothing'"),
+    ],
+)
+def test_a_wrongly_named_expert_is_a_one_line_error(tmp_path, spec, says):
+    from robot_rl.envs.gym_expert import load_factory
+
+    (tmp_path / "reach_expert.py").write_text(REACH_EXPERT)
+    with pytest.raises(UserError, match=says) as err:
+        load_factory(spec.format(dir=tmp_path))
+    assert "\n" not in str(err.value)
+
+
+def test_train_takes_an_experts_demos_on_a_gym_env(tmp_path, capsys):
+    path = tmp_path / "reach_expert.py"
+    path.write_text(REACH_EXPERT)
+    common = ["train", "--backend", "gym", "--env-id", ENV_ID, "--env-kwargs", "radius=0.05"]
+    code = main([
+        *common, "--expert", f"{path}:Reach", "--demos", "4", "--total-steps", "300",
+        "--start-steps", "100", "--eval-every", "300", "--eval-episodes", "2",
+        "--agent.num-critics", "2", "--agent.hidden-dims", "32", "32", "--batch-size", "32",
+        "--utd-ratio", "1", "--run-dir", str(tmp_path / "run"),
+    ])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.out[-3000:] + out.err[-3000:]
+    assert re.search(r"demos: 4 successful expert episodes \(\d+ attempts", out.out), out.out
+
+    code = main([*common, "--demos", "4", "--run-dir", str(tmp_path / "other")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "needs --expert" in err and err.count("\n") == 0, err
+    code = main(["train", "--expert", f"{path}:Reach", "--run-dir", str(tmp_path / "twin")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--expert is for --backend gym" in err, err
+
+
+def test_the_gym_hil_picker_picks_the_cube():
+    _gym_hil()
+    from robot_rl.sim.experts.gym_hil_pick import PickCubeExpert
+
+    env = make_gym_env("gym_hil/PandaPickCubeBase-v0", seed=0)
+    expert = PickCubeExpert(env.env)
+    successes = 0
+    for episode in range(3):
+        env.reset(seed=episode)
+        expert.reset()
+        for _ in range(100):
+            *_, terminated, truncated, info = env.step(env.to_unit(expert(env.reading)))
+            if terminated or truncated:
+                break
+        successes += bool(info.get("success"))
+    env.close()
+    assert successes == 3

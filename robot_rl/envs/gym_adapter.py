@@ -117,6 +117,8 @@ class GymAdapter(gym.Wrapper):
         self.success_signal = False
         """Whether the env has said success or failure in an ``info`` yet."""
         self._last_obs: dict | None = None
+        self.reading = None
+        """The env's own last observation (what a ``--expert`` policy reads)."""
         self._map_observation(env.observation_space, tuple(cameras), tuple(state_keys))
 
     def _map_observation(self, space, cameras: tuple, state_keys: tuple) -> None:
@@ -176,6 +178,7 @@ class GymAdapter(gym.Wrapper):
         return _resized(image, self.image_size, self.image_size)
 
     def _wrap(self, obs) -> dict[str, np.ndarray]:
+        self.reading = obs
         out = {name: self._image(_entry(obs, path)) for name, path in self._cameras.items()}
         if self._state:
             parts = [np.asarray(_entry(obs, p), np.float32).ravel() for p in self._state]
@@ -193,6 +196,12 @@ class GymAdapter(gym.Wrapper):
     def reset(self, *, seed=None, options=None):
         obs, info = self.env.reset(seed=seed, options=options)
         return self._wrap(obs), info
+
+    def to_unit(self, action) -> np.ndarray:
+        """An action in the env's units as the agent's [-1, 1] (clipped to the bounds)."""
+        action = np.asarray(action, np.float64)
+        unit = 2.0 * (action - self._low) / np.maximum(self._high - self._low, 1e-12) - 1.0
+        return np.clip(unit, -1.0, 1.0).astype(np.float32)
 
     def step(self, action):
         action = np.clip(np.asarray(action, np.float64), -1.0, 1.0)

@@ -50,10 +50,13 @@ def collect_demos(
     return {"episodes": stored, "attempts": attempts, "transitions": transitions}
 
 
-def fill_demo_buffer(buffer: ReplayBuffer, demo_path, scripted: int, make_env, seed: int, log):
+def fill_demo_buffer(
+    buffer: ReplayBuffer, demo_path, scripted: int, make_env, seed: int, log, make_expert=None
+):
     """Recorded (MCAP) demonstrations from ``demo_path``, else ``scripted`` successful
-    scripted-expert episodes on ``make_env(seed)``, into an empty demo buffer (a resumed run
-    has its demonstrations back)."""
+    scripted-expert episodes on ``make_env(seed)`` (the expert ``make_expert(env)`` makes;
+    default: the twin task's), into an empty demo buffer (a resumed run has its
+    demonstrations back)."""
     if len(buffer):
         return
     if demo_path:
@@ -65,11 +68,13 @@ def fill_demo_buffer(buffer: ReplayBuffer, demo_path, scripted: int, make_env, s
             f"transitions) from {demo_path}"
         )
     elif scripted:
-        from robot_rl.sim import make_expert
+        if make_expert is None:
+            from robot_rl.sim import make_expert as make_task_expert
 
+            make_expert = lambda env: make_task_expert(env.task)
         env = make_env(seed)
         try:
-            counts = collect_demos(env, make_expert(env.task), buffer, scripted, seed=seed)
+            counts = collect_demos(env, make_expert(env), buffer, scripted, seed=seed)
         finally:
             env.close()
         log(

@@ -55,8 +55,12 @@ class TrainConfig(ObservationMode):
     pixels/front, or a leaf name) flattened into the state, in this order; default: every
     entry that is not a camera, in sorted path order. --cameras names the image entries."""
     demos: int | None = None
-    """Successful scripted-expert demonstrations put in the demo buffer first (twin only);
-    default: the task's recipe (runtime/recipes.py)."""
+    """Successful scripted-expert demonstrations put in the demo buffer first (the twin's
+    expert, or --expert's on --backend gym); default: the task's recipe (runtime/recipes.py)."""
+    expert: str | None = None
+    """--backend gym: the scripted policy whose successful episodes --demos keeps, as
+    module:name or path/to/file.py:name; called with the env, it returns a policy from the
+    env's observation to its action (robot_rl/envs/gym_expert.py)."""
     demo_path: str | None = None
     """MCAP demonstrations (a file or a directory; robot-rl record-demos) loaded into the demo
     buffer instead of scripted ones."""
@@ -137,8 +141,10 @@ class TrainConfig(ObservationMode):
             raise ValueError(f"start_steps must be >= 0, got {self.start_steps}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.demos and self.backend != "twin":
-            raise ValueError("--demos needs the twin's scripted expert (--backend twin)")
+        if self.expert and self.backend != "gym":
+            raise ValueError("--expert is for --backend gym (the twin has its task's expert)")
+        if self.demos and self.backend == "gym" and not self.expert:
+            raise ValueError("--demos on --backend gym needs --expert (a scripted policy)")
         if not 0.0 <= self.demo_fraction <= 1.0:
             raise ValueError(f"demo_fraction must be in [0, 1], got {self.demo_fraction}")
         check_interventions(self.interventions, self.backend)
@@ -165,6 +171,15 @@ class TrainConfig(ObservationMode):
     @property
     def run_name(self) -> str:
         return self.task if self.backend == "twin" else self.env_id.replace("/", "_")
+
+    def demo_expert(self):
+        """``make_expert(env)`` for --demos: --expert's policy on --backend gym; None (the
+        twin task's scripted expert) otherwise."""
+        if self.backend != "gym" or not self.expert:
+            return None
+        from robot_rl.envs.gym_expert import make_gym_expert
+
+        return lambda env: make_gym_expert(self.expert, env)
 
     def gym_options(self) -> dict:
         """``make_gym_env``'s keyword arguments for this run (--backend gym)."""
@@ -286,8 +301,9 @@ def _train(cfg: TrainConfig, console: Console, run_dir: Path, env, eval_env) -> 
             env, GroundTruthLabeler(), run_dir, config=relabel, log=console.print
         )
     fill_demo_buffer(
-        core.demos, cfg.demo_path, cfg.demos, cfg.make_env, cfg.seed + 20_000, console.print
-    )
+        core.demos, cfg.demo_path, cfg.demos, cfg.make_env, cfg.seed + 20_000, console.print,
+        make_expert=cfg.demo_expert(),
+    )  # fmt: skip
     console.print(
         f"[bold]train[/] {cfg.run_name} ({cfg.backend}) for {cfg.total_steps} steps, "
         f"{cfg.agent.num_critics} critics, UTD {cfg.utd_ratio} -> {run_dir}"
