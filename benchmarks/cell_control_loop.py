@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from robot_rl.runtime.loop_timing import milliseconds
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -45,17 +47,6 @@ def _cell_file(folder: Path) -> Path:
     path = folder / "fr3_sim.yaml"
     path.write_text(text.replace("127.13.0.1", address))
     return path
-
-
-def _summary(values) -> dict:
-    if not len(values):
-        return {"n": 0}
-    ms = np.asarray(values) * 1000.0
-    return {
-        "n": len(ms),
-        "p50": round(float(np.median(ms)), 1),
-        "p99": round(float(np.percentile(ms, 99)), 1),
-    }
 
 
 def run_variant(hardware, name: str, steps: int, seed: int) -> dict:
@@ -113,8 +104,8 @@ def run_variant(hardware, name: str, steps: int, seed: int) -> dict:
         "slop": ros.slop,
         "stale_share": round(stale / steps, 4),
         "stale_reasons": dict(reasons.most_common(3)),
-        "period_ms": _summary(periods),
-        "command_age_ms": _summary(ages),
+        "period_ms": milliseconds(periods),
+        "command_age_ms": milliseconds(ages),
         "load_1min": os.getloadavg()[0],
     }
 

@@ -19,7 +19,8 @@ LATE = 1.1
 HISTORY = 20_000
 
 
-def _ms(values: Iterable[float]) -> dict:
+def milliseconds(values: Iterable[float]) -> dict:
+    """Durations in seconds as ``{n, p50, p99, max}`` in milliseconds (``{n: 0}`` when empty)."""
     ms = np.asarray(list(values), np.float64) * 1000.0
     if not ms.size:
         return {"n": 0}
@@ -57,11 +58,11 @@ class ControlLoopTiming:
         late = float(np.mean(periods > LATE * self.period)) if periods.size else None
         return {
             "task_period_ms": round(self.period * 1000.0, 1),
-            "period_ms": _ms(periods),
+            "period_ms": milliseconds(periods),
             "late_share": None if late is None else round(late, 4),
-            "inference_ms": _ms(self._inference),
-            "frame_to_command_ms": _ms(frame_to_command),
-            "frame_age_at_tick_ms": _ms(frame_age_at_tick),
+            "inference_ms": milliseconds(self._inference),
+            "frame_to_command_ms": milliseconds(frame_to_command),
+            "frame_age_at_tick_ms": milliseconds(frame_age_at_tick),
         }
 
 
