@@ -1,8 +1,16 @@
-"""gym_hil's PandaPickCubeBase-v0 through ``robot-rl train --backend gym``: success over steps.
+"""gym_hil's pick-cube envs through ``robot-rl train --backend gym``: success over steps.
 
     python benchmarks/gym_hil.py --variant state --seeds 0 1 2
     python benchmarks/gym_hil.py --variant image --seeds 0 --steps 4000
+    python benchmarks/gym_hil.py --variant state --env-id gym_hil/PandaPickCube-v0
     python benchmarks/gym_hil.py --variant state --seeds 0 --quick   # a few hundred steps
+
+The env is gym_hil's PandaPickCube-v0 (the Base env behind LeRobot's action wrapper: moves of
+2.5 cm steps, the grip as 0/1/2) with its state scaled as LeRobot normalises it
+(``robot_rl.sim.gym_hil_env``); ``--env-id`` runs it raw, or the Base env (moves in metres,
+bounded at 1 m a step). The cube is placed at random in gym_hil's sampling box at every reset
+(``random_block_position=True``; ``--fixed-block``: gym_hil's default, always at one spot, where
+the deterministic policy's evaluation episodes are all alike).
 
 Each run is the command line a user types (printed in the summary record): 20 demonstrations
 from the scripted picker (``robot_rl.sim.experts.gym_hil_pick``, ``--expert``), the ensemble
@@ -24,13 +32,18 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_ID = "gym_hil/PandaPickCubeBase-v0"
+ENV_ID = "robot_rl.sim.gym_hil_env:robot_rl/PandaPickCubeScaled-v0"
+RAW_ID = "gym_hil/PandaPickCube-v0"
+BASE_ID = "gym_hil/PandaPickCubeBase-v0"
+SUFFIX = {ENV_ID: "", RAW_ID: "_raw", BASE_ID: "_base"}
+"""Result and run names per env."""
 EXPERT = "robot_rl.sim.experts.gym_hil_pick:PickCubeExpert"
 VARIANTS = {
-    "state": [],
-    "image": ["--env-kwargs", "image_obs=True", "--cameras", "front", "wrist",
-              "--image-size", "32", "--batch-size", "64"],
+    "state": ([], []),
+    "image": (["image_obs=True"], ["--cameras", "front", "wrist", "--image-size", "32",
+                                   "--batch-size", "64"]),
 }  # fmt: skip
+"""Per variant: its --env-kwargs, its other options."""
 LEROBOT_FIGURE = (
     "gym-hil's README (pypi.org/project/gym-hil): LeRobot's HIL-SERL policy, trained 10 minutes "
     "with a human in the loop on PandaPickCube (images, a GPU), performs the task; no success "
@@ -41,8 +54,14 @@ LEROBOT_FIGURE = (
 def command(args, seed: int, run_dir: Path) -> list[str]:
     steps = 600 if args.quick else args.steps
     every = 300 if args.quick else args.eval_every
+    env_kwargs, options = VARIANTS[args.variant]
+    if args.env_id == RAW_ID:
+        env_kwargs = [*env_kwargs, "reset_delay_seconds=0"]
+    if not args.fixed_block:
+        env_kwargs = [*env_kwargs, "random_block_position=True"]
+    kwargs = ["--env-kwargs", *env_kwargs] if env_kwargs else []
     return [
-        "robot-rl", "train", "--backend", "gym", "--env-id", ENV_ID, *VARIANTS[args.variant],
+        "robot-rl", "train", "--backend", "gym", "--env-id", args.env_id, *kwargs, *options,
         "--expert", EXPERT, "--demos", str(args.demos), "--seed", str(seed),
         "--total-steps", str(steps), "--start-steps", str(min(args.start_steps, steps // 2)),
         "--eval-every", str(every), "--eval-episodes", str(args.eval_episodes),
@@ -58,10 +77,11 @@ def emit(path: Path, record: dict) -> None:
 
 
 def run_seed(args, seed: int) -> dict:
-    out = Path(args.out) / f"{args.variant}_seed{seed}.jsonl"
+    base = SUFFIX[args.env_id] + ("_fixed" if args.fixed_block else "")
+    out = Path(args.out) / f"{args.variant}{base}_seed{seed}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("")  # one file per run
-    run_dir = Path(args.runs).resolve() / f"{args.variant}_seed{seed}"
+    run_dir = Path(args.runs).resolve() / f"{args.variant}{base}_seed{seed}"
     argv = command(args, seed, run_dir)
     started, seen, first_hit = time.perf_counter(), 0, None
     proc = subprocess.Popen(
@@ -102,6 +122,8 @@ def run_seed(args, seed: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="state")
+    parser.add_argument("--env-id", choices=list(SUFFIX), default=ENV_ID)
+    parser.add_argument("--fixed-block", action="store_true", help="the cube always at one spot")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=20_000, help="step budget per seed")
     parser.add_argument("--start-steps", type=int, default=500)

@@ -309,20 +309,35 @@ def test_train_takes_an_experts_demos_on_a_gym_env(tmp_path, capsys):
     assert code == 2 and "--expert is for --backend gym" in err, err
 
 
-def test_the_gym_hil_picker_picks_the_cube():
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("gym_hil/PandaPickCubeBase-v0", {}),
+        ("gym_hil/PandaPickCube-v0", {"reset_delay_seconds": 0}),
+        (
+            "robot_rl.sim.gym_hil_env:robot_rl/PandaPickCubeScaled-v0",
+            {"random_block_position": True},
+        ),
+    ],
+)
+def test_the_gym_hil_picker_picks_the_cube_in_either_envs_units(env_id, kwargs):
     _gym_hil()
     from robot_rl.sim.experts.gym_hil_pick import PickCubeExpert
 
-    env = make_gym_env("gym_hil/PandaPickCubeBase-v0", seed=0)
+    env = make_gym_env(env_id, seed=0, env_kwargs=kwargs)
     expert = PickCubeExpert(env.env)
     successes = 0
     for episode in range(3):
         env.reset(seed=episode)
         expert.reset()
+        grips = []
         for _ in range(100):
             *_, terminated, truncated, info = env.step(env.to_unit(expert(env.reading)))
+            grips.append(env.reading["agent_pos"][14])
             if terminated or truncated:
                 break
+        if "Scaled" in env_id:  # the gripper's command 0-255 as [0, 1]
+            assert 0.5 < max(grips) <= 1.0
         successes += bool(info.get("success"))
     env.close()
     assert successes == 3

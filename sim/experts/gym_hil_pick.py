@@ -1,13 +1,16 @@
-"""A scripted picker for gym_hil's PandaPickCubeBase-v0, for ``train --backend gym --expert``:
+"""A scripted picker for gym_hil's pick-cube envs, for ``train --backend gym --expert``:
 
-    robot-rl train --backend gym --env-id gym_hil/PandaPickCubeBase-v0 \\
-        --expert robot_rl.sim.experts.gym_hil_pick:PickCubeExpert --demos 20
+    robot-rl train --backend gym --env-id gym_hil/PandaPickCube-v0 --env-kwargs \\
+        reset_delay_seconds=0 --expert robot_rl.sim.experts.gym_hil_pick:PickCubeExpert --demos 20
 
 It reads ``agent_pos`` (joint positions and velocities, the gripper's command 0-255 and the
 pinch point) and the cube's centre: the state variant's ``environment_state``, or, with
 ``image_obs=True`` where the observation has none, the simulation's own sensor (a scripted
-demonstrator may read privileged state, as the twin's experts do). It answers in the env's units: a move of the target in metres, three ignored rotation entries
-and a change of the grip in [-1, 1]. Over the cube, down to it, close, hold, lift.
+demonstrator may read privileged state, as the twin's experts do). It answers in the env's
+units. PandaPickCubeBase-v0 takes a move of the target in metres, three ignored rotation
+entries and a change of the grip in [-1, 1]; PandaPickCube-v0 (LeRobot's action wrapper on
+it) takes the move in steps of ``ee_step_size`` (2.5 cm) and the grip change plus 1, in
+[0, 2]. Over the cube, down to it, close, hold, lift.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ CLOSING_STEPS = 4
 class PickCubeExpert:
     def __init__(self, env=None):
         self.env = env
+        self.step_size = _ee_step_size(env)
+        """Metres per unit of the move (None: the Base env's metres)."""
         self.reset()
 
     def reset(self) -> None:
@@ -51,4 +56,15 @@ class PickCubeExpert:
             if abs(pinch[2] - cube[2]) < ALIGNED:
                 self.closing, grip = 1, 1.0
         move = np.clip(target - pinch, -STEP, STEP)
+        if self.step_size is not None:  # the action wrapper's units
+            return np.append(np.clip(move / self.step_size, -1, 1), grip + 1.0).astype(np.float32)
         return np.concatenate([move, np.zeros(3), [grip]]).astype(np.float32)
+
+
+def _ee_step_size(env) -> np.ndarray | None:
+    """The step size of LeRobot's EE action wrapper in ``env``'s chain of wrappers, if any."""
+    while env is not None:
+        if hasattr(env, "ee_action_step_size"):
+            return np.array([env.ee_action_step_size[k] for k in "xyz"], np.float64)
+        env = getattr(env, "env", None)
+    return None
