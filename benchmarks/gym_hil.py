@@ -44,6 +44,10 @@ VARIANTS = {
                                    "--batch-size", "64"]),
 }  # fmt: skip
 """Per variant: its --env-kwargs, its other options."""
+GRIPPER = ["--agent.gripper"]
+"""The grip (gym_hil's 0 open / 1 stay / 2 close, the agent's -1 / 0 / +1) learned by the
+discrete gripper critic, as LeRobot's HIL-SERL learns it; a continuous grip integrates the
+policy's noise into the fingers' command."""
 LEROBOT_FIGURE = (
     "gym-hil's README (pypi.org/project/gym-hil): LeRobot's HIL-SERL policy, trained 10 minutes "
     "with a human in the loop on PandaPickCube (images, a GPU), performs the task; no success "
@@ -62,7 +66,7 @@ def command(args, seed: int, run_dir: Path) -> list[str]:
     kwargs = ["--env-kwargs", *env_kwargs] if env_kwargs else []
     return [
         "robot-rl", "train", "--backend", "gym", "--env-id", args.env_id, *kwargs, *options,
-        "--expert", EXPERT, "--demos", str(args.demos), "--seed", str(seed),
+        "--expert", EXPERT, "--demos", str(args.demos), "--seed", str(seed), *GRIPPER,
         "--total-steps", str(steps), "--start-steps", str(min(args.start_steps, steps // 2)),
         "--eval-every", str(every), "--eval-episodes", str(args.eval_episodes),
         "--log-every", str(every), "--stop-at-success", str(args.target),
