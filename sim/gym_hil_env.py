@@ -6,7 +6,7 @@
 
 gym_hil's ``agent_pos`` carries the gripper's command as 0-255 and the joint velocities in rad/s
 beside positions of a few tenths: fed raw, the gripper entry swamps the rest of the state in the
-networks' first layer (measured: with 20 demos, 0% at 6,000 steps raw). LeRobot normalises the
+networks' first layer (benchmarks/FINDINGS.md, gym_hil). LeRobot normalises the
 state from its dataset's statistics before its policy sees it; this env does the same with fixed
 scales: the gripper command to [0, 1], the joint velocities divided by 10. The action wrapper
 (2.5 cm steps, the grip as 0/1/2) is gym_hil's own; the 1 s pause at each reset is off.

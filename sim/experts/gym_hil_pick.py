@@ -28,7 +28,7 @@ CLOSING_STEPS = 4
 
 
 class PickCubeExpert:
-    def __init__(self, env=None):
+    def __init__(self, env):
         self.env = env
         self.step_size = _ee_step_size(env)
         """Metres per unit of the move (None: the Base env's metres)."""
@@ -63,8 +63,8 @@ class PickCubeExpert:
 
 def _ee_step_size(env) -> np.ndarray | None:
     """The step size of LeRobot's EE action wrapper in ``env``'s chain of wrappers, if any."""
-    while env is not None:
-        if hasattr(env, "ee_action_step_size"):
-            return np.array([env.ee_action_step_size[k] for k in "xyz"], np.float64)
-        env = getattr(env, "env", None)
-    return None
+    try:
+        step = env.get_wrapper_attr("ee_action_step_size")
+    except AttributeError:  # the Base env: moves in metres
+        return None
+    return np.array([step[k] for k in "xyz"], np.float64)
