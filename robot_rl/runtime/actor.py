@@ -214,7 +214,7 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         return env.action_space.sample()
 
     def show_progress() -> None:
-        _progress(console, outbox, client, updater.policy, loop, rate, interventions)
+        _progress(console, outbox, client, updater.policy, loop, timing, interventions)
 
     def stopped() -> None:
         # a second Ctrl-C (a terminal's and launch's reach a launched actor) must not cut the
@@ -271,7 +271,6 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         client.stop()
         env.close()
     steps, episodes = loop.steps, loop.episodes
-    period = rate.period_stats()
     loop_figures = timing.summary(
         getattr(backend, "frame_to_command", ()), getattr(backend, "frame_age_at_tick", ())
     )
@@ -291,8 +290,8 @@ def _act(cfg: ActorConfig, console: Console, actor_id: str, outbox: Outbox) -> d
         "episodes": episodes,
         "next_seq": outbox.next_seq,
         "unacknowledged": outbox.backlog,
-        "control_period_ms_p50": period["p50_ms"],
-        "control_period_ms_p99": period["p99_ms"],
+        "control_period_ms_p50": loop_figures["period_ms"].get("p50", 0.0),
+        "control_period_ms_p99": loop_figures["period_ms"].get("p99", 0.0),
         "control_loop": loop_figures,
         **(pacer.summary() if pacer is not None else {}),
     }
@@ -366,7 +365,7 @@ def _store(outbox: Outbox, payload: bytes, timeout: float, console: Console) -> 
         return
 
 
-def _progress(console, outbox, client, policy, loop, rate, interventions: bool) -> None:
+def _progress(console, outbox, client, policy, loop, timing, interventions: bool) -> None:
     success = loop.recent_success_rate()
     shares = ""
     unaided = ""
@@ -376,12 +375,12 @@ def _progress(console, outbox, client, policy, loop, rate, interventions: bool) 
         own = loop.recent_unaided_rate()  # and the successes it had no hand in
         unaided = "" if own is None else f" (unaided {own:.0%})"
     waiting = f"awaiting answers {loop.held} | " if loop.held else ""
-    period = rate.period_stats()
-    hz = 1000.0 / period["mean_ms"] if period["mean_ms"] else float("nan")
+    period = timing.summary()["period_ms"]
+    hz = 1000.0 / period["p50"] if period.get("p50") else float("nan")
     console.print(
         f"steps {outbox.next_seq} | episodes {loop.episodes} | success (last 20) "
         f"{'-' if success is None else f'{success:.0%}'}{unaided} | {shares}"
-        f"control {hz:.1f} Hz (p99 period {period['p99_ms']:.1f} ms) | "
+        f"control {hz:.1f} Hz (p99 period {period.get('p99', 0.0):.1f} ms) | "
         f"weights v{policy.version if policy else -1} | {waiting}"
         f"unacknowledged {outbox.backlog} | {'connected' if client.connected else 'NOT connected'}"
     )
