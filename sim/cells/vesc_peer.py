@@ -10,17 +10,13 @@ answer (``corrupt_next``) or send their own payload (``answer_next``). Models:
 
 from __future__ import annotations
 
-import contextlib
-import os
-import select
-import threading
 import time
-import tty
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from robot_rl.drivers.car import vesc_protocol as proto
+from robot_rl.sim.cells.pty_link import PtyPeer
 
 
 class Drivetrain(Protocol):
@@ -83,11 +79,13 @@ _KINDS = {
 }
 
 
-class VescPeer:
+class VescPeer(PtyPeer):
     """See the module docstring. ``start`` opens the pty and serves it from a thread."""
 
+    thread_name = "vesc-peer"
+
     def __init__(self, link: str | Path, model: Drivetrain | None = None, controller_id: int = 0):
-        self.link = Path(link)
+        super().__init__(link)
         self.model = model or SimpleDrivetrain()
         self.controller_id = controller_id
         self.silent = False
@@ -98,48 +96,9 @@ class VescPeer:
         self.bad_commands = 0
         self._corrupt = 0
         self._replacements: dict[int, list[bytes]] = {}
-        self._lock = threading.Lock()
-        self._master: int | None = None
-        self._slave: int | None = None
-        self._thread: threading.Thread | None = None
-        self._running = False
 
-    def start(self) -> VescPeer:
-        self.plug()
-        self._running = True
-        self._thread = threading.Thread(target=self._serve, name="vesc-peer", daemon=True)
-        self._thread.start()
-        return self
-
-    def plug(self) -> str:
-        """A new pty, and the link pointing at it; returns the pty's device path."""
-        master, slave = os.openpty()
-        tty.setraw(slave)  # no echo, no line discipline: bytes as the VESC's USB port
-        path = os.ttyname(slave)
-        self.link.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.link.with_name(self.link.name + ".new")
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(path)
-        tmp.replace(self.link)  # atomic: the node never sees a half-made link
-        with self._lock:
-            self._master, self._slave = master, slave
-            self.reader = proto.PacketReader()
-        return path
-
-    def unplug(self) -> None:
-        """The port goes away: the link is removed and the pty closed (the node's reads fail)."""
-        self.link.unlink(missing_ok=True)
-        with self._lock:
-            fds, self._master, self._slave = (self._master, self._slave), None, None
-        for fd in fds:
-            if fd is not None:
-                os.close(fd)
-
-    def close(self) -> None:
-        self._running = False
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-        self.unplug()
+    def _plugged(self) -> None:
+        self.reader = proto.PacketReader()
 
     def corrupt_next(self, answers: int) -> None:
         """Send the next ``answers`` answers with a wrong CRC."""
@@ -154,23 +113,11 @@ class VescPeer:
         with self._lock:
             return next((v for k, v in reversed(self.commands) if k == kind), None)
 
-    def _serve(self) -> None:
-        while self._running:
-            with self._lock:
-                master = self._master
-            if master is None:
-                time.sleep(0.01)
-                continue
-            try:
-                ready, _, _ = select.select([master], [], [], 0.02)
-                data = os.read(master, 4096) if ready else b""
-            except OSError:  # unplugged under us
-                time.sleep(0.01)
-                continue
-            for payload in self.reader.feed(data):
-                self._handle(master, payload)
+    def _received(self, data: bytes) -> None:
+        for payload in self.reader.feed(data):
+            self._handle(payload)
 
-    def _handle(self, master: int, payload: bytes) -> None:
+    def _handle(self, payload: bytes) -> None:
         try:
             cid, value = proto.decode_command(payload)
         except ValueError:
@@ -198,5 +145,4 @@ class VescPeer:
         if self._corrupt > 0:
             self._corrupt -= 1
             packet[-2] ^= 0xFF
-        with contextlib.suppress(OSError):
-            os.write(master, bytes(packet))
+        self._port.write(bytes(packet))
