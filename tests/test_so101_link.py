@@ -1,0 +1,121 @@
+"""The SO-101 driver's bus thread (``drivers/arms/so101_link``) against the STS3215 bus peer on a
+pty (``sim/cells/feetech_peer``): pose targets become bounded servo goals, the watchdog holds,
+servo faults turn the torque off, an unplugged adapter is reconnected."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scservo_sdk", reason="needs feetech-servo-sdk (robot-rl[hardware])")
+
+from robot_rl.drivers.arms import so101_calibration as calibration
+from robot_rl.drivers.arms import so101_kinematics as kin
+from robot_rl.drivers.arms.franka_safety import Workspace
+from robot_rl.drivers.arms.so101_link import FAULT, FOLLOWING, HOLDING, LinkSettings, So101Link
+from robot_rl.sim.cells.feetech_peer import FeetechPeer
+
+WAIT = 20.0
+START = np.array([0.0, -0.6, 0.9, 0.4, 0.0])
+"""A bent arm, away from the straight (singular) pose."""
+
+
+def _until(condition, what):
+    """Wait for ``condition``; ``what`` (a text, or a callable for the state at the time)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"not within {WAIT:g} s: {what() if callable(what) else what}")
+
+
+@pytest.fixture
+def arm(tmp_path):
+    motors = calibration.default()
+    peer = FeetechPeer(tmp_path / "so101", [m.id for m in motors.values()])
+    for (_name, motor), angle in zip(list(motors.items())[:5], START, strict=True):
+        peer.arm.positions[motor.id] = float(motor.to_ticks(angle))
+    peer.start()
+    settings = LinkSettings(
+        port=str(peer.link), baudrate=1_000_000, state_hz=50.0, watchdog_timeout=0.5,
+        reconnect_period=0.2, max_step_translation=0.02, max_joint_step=0.1,
+        max_temperature=65.0, workspace=Workspace((-0.5, -0.5, 0.0), (0.5, 0.5, 0.5)),
+        calibration=motors,
+    )  # fmt: skip
+    logs = []
+    link = So101Link(settings, lambda reading: None, lambda level, msg: logs.append(msg))
+    link.connect()
+    link.start()
+    link.enable(True)
+    yield link, peer
+    link.close()
+    peer.close()
+
+
+def _command_towards(link, target, seconds: float):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        link.command_pose(target, link.last.tcp_quat)
+        time.sleep(0.05)
+
+
+def test_a_pose_target_is_followed_in_bounded_steps(arm):
+    link, peer = arm
+    _until(lambda: link.last is not None, "the first reading")
+    start = link.last.tcp_pos.copy()
+    target = start + np.array([0.0, 0.03, -0.03])
+    link.command_pose(target, link.last.tcp_quat)
+    _until(lambda: peer.goal_writes, "a goal write")
+    first = peer.goal_writes[0]
+    motors = list(link.motors.values())
+    moved = [abs(motors[i].to_radians(first[m.id]) - START[i]) for i, m in enumerate(motors[:5])]
+    assert max(moved) <= 0.1 + 1e-3  # max_joint_step
+    _command_towards(link, target, 3.0)
+    assert link.mode == FOLLOWING
+    assert np.linalg.norm(link.last.tcp_pos - target) < 0.004
+
+
+def test_the_watchdog_holds_when_commands_stop(arm):
+    link, peer = arm
+    _until(lambda: link.last is not None, "the first reading")
+    link.command_pose(link.last.tcp_pos + np.array([0.0, 0.0, 0.02]), link.last.tcp_quat)
+    _until(lambda: link.mode == FOLLOWING, "following")
+    _until(lambda: link.mode == HOLDING, "holding after the watchdog")
+    writes = len(peer.goal_writes)
+    time.sleep(0.3)
+    assert len(peer.goal_writes) == writes  # no goal goes out while holding
+
+
+def test_an_overloaded_servo_is_a_fault_that_turns_every_torque_off(arm):
+    link, peer = arm
+    _until(lambda: link.last is not None, "the first reading")
+    peer.set_error(3, 0x20)
+    _until(lambda: link.mode == FAULT, "the fault")
+    assert "elbow_flex: overload" in link.fault
+    assert not any(peer.torque(servo) for servo in range(1, 7))
+    link.command_pose(link.last.tcp_pos + np.array([0.0, 0.0, 0.02]), link.last.tcp_quat)
+    time.sleep(0.2)
+    assert link.mode == FAULT and not peer.goal_writes[1:]  # refused while the fault stands
+    peer.set_error(3, 0)
+    assert link.clear_error().startswith("cleared: elbow_flex: overload")
+    _until(lambda: link.mode == HOLDING, lambda: f"holding after clear_error ({link.mode})")
+    assert all(peer.torque(servo) for servo in range(1, 7))
+
+
+def test_an_unplugged_adapter_is_reconnected(arm):
+    link, peer = arm
+    _until(lambda: link.last is not None, "the first reading")
+    peer.unplug()
+    _until(lambda: link.loop.faults >= 1, "the lost bus noticed")
+    peer.plug()
+    _until(lambda: link.reconnects >= 1 and link.mode == HOLDING, "the reconnect")
+    cycles = link.cycles
+    _until(lambda: link.cycles > cycles + 5, "readings again")
+
+
+def test_the_default_arm_pose_is_inside_the_models_reach():
+    tcp = kin.forward(START)
+    assert 0.1 < np.linalg.norm(tcp[:2, 3]) < 0.45
