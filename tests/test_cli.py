@@ -95,6 +95,7 @@ def test_doctor_json_has_every_item(doctor_report):
         "pyrealsense2",
         "cameras",
         "teleop",
+        "arms",
     }
     assert set(doctor_report["checks"]) == expected
     for entry in doctor_report["checks"].values():
@@ -145,8 +146,9 @@ def test_doctor_reports_missing_optional_pieces(doctor_report, item, module, fix
 
 
 def test_doctor_lists_the_devices_it_sees(doctor_report):
-    # This machine has no camera, HID or input device: the lists are there and empty.
-    for item in ("cameras", "teleop"):
+    # This machine has no camera, HID, input device or USB serial adapter: the lists are there
+    # and empty.
+    for item in ("cameras", "teleop", "arms"):
         entry = doctor_report["checks"][item]
         if entry["status"] == "missing":
             pytest.skip(f"{item}: the hardware extra is not installed ({entry['detail']})")

@@ -143,3 +143,29 @@ def test_bad_ids_and_a_missing_port_are_one_line(tmp_path):
         FeetechBus("/dev/null", [300])
     with pytest.raises(BusError, match="cannot open the servo bus"):
         FeetechBus(str(tmp_path / "nothing"), IDS).open()
+
+
+def test_doctor_finds_servo_bus_adapters_among_the_serial_ports():
+    """pyserial's port records as a machine with a Waveshare board, an FTDI cable and a
+    VESC (an STM32's own USB, not a bus adapter) would list them."""
+    from serial.tools.list_ports_common import ListPortInfo
+
+    from robot_rl.drivers.arms.feetech_bus import discover_adapters
+
+    def port(device, vid, pid, serial):
+        info = ListPortInfo(device, skip_link_detection=True)
+        info.vid, info.pid, info.serial_number = vid, pid, serial
+        return info
+
+    ports = [
+        port("/dev/ttyACM0", 0x1A86, 0x55D3, "5A46083062"),
+        port("/dev/ttyACM1", 0x0483, 0x5740, "304F"),  # a VESC
+        port("/dev/ttyUSB0", 0x0403, 0x6001, "A10K"),
+    ]
+    found = discover_adapters(ports)
+    assert [(d["device"], d["name"]) for d in found] == [
+        ("/dev/ttyACM0", "CH343 (Waveshare bus servo adapter)"),
+        ("/dev/ttyUSB0", "FTDI FT232"),
+    ]
+    assert found[0]["kind"] == "servo bus" and found[0]["serial"] == "5A46083062"
+    assert discover_adapters([]) == []

@@ -22,7 +22,8 @@ def _mjcf() -> str:
             f'<geom type="sphere" size="0.01" mass="0.1"/>{body}</body>'
         )
     return (
-        f'<mujoco><compiler angle="radian" eulerseq="XYZ"/><worldbody>{body}</worldbody></mujoco>'
+        '<mujoco><compiler angle="radian" eulerseq="XYZ"/><worldbody>'
+        f'<body euler="0 0 {kin.BASE_YAW}">{body}</body></worldbody></mujoco>'
     )
 
 
@@ -52,7 +53,7 @@ def test_inverse_kinematics_reaches_reachable_poses_within_the_limits():
 
 def test_an_unreachable_target_ends_at_the_limits_and_says_how_far():
     far = kin.forward(np.zeros(5))
-    far[:3, 3] += [0.0, -1.0, 0.0]  # a metre beyond the reach
+    far[:3, 3] += [1.0, 0.0, 0.0]  # a metre beyond the reach
     solution = kin.inverse(far, np.zeros(5))
     assert solution.position_error > 0.5
     assert np.all(solution.q >= kin.LIMITS[:, 0]) and np.all(solution.q <= kin.LIMITS[:, 1])

@@ -13,7 +13,6 @@ pytest.importorskip("scservo_sdk", reason="needs feetech-servo-sdk (robot-rl[har
 
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
-from robot_rl.drivers.arms.franka_safety import Workspace
 from robot_rl.drivers.arms.so101_link import FAULT, FOLLOWING, HOLDING, LinkSettings, So101Link
 from robot_rl.sim.cells.feetech_peer import FeetechPeer
 
@@ -42,8 +41,7 @@ def arm(tmp_path):
     settings = LinkSettings(
         port=str(peer.link), baudrate=1_000_000, state_hz=50.0, watchdog_timeout=0.5,
         reconnect_period=0.2, max_step_translation=0.02, max_joint_step=0.1,
-        max_temperature=65.0, workspace=Workspace((-0.5, -0.5, 0.0), (0.5, 0.5, 0.5)),
-        calibration=motors,
+        max_temperature=65.0, gripper_threshold=0.5, calibration=motors,
     )  # fmt: skip
     logs = []
     link = So101Link(settings, lambda reading: None, lambda level, msg: logs.append(msg))

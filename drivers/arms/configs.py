@@ -117,3 +117,65 @@ class FrankaConfig:
     )
     gripper_speed: float = param(0.1, "finger speed (m/s)", positive)
     gripper_force: float = param(40.0, "grasping force (N)", positive)
+
+
+@register_device(
+    "so101",
+    kind="arm",
+    executable="robot-rl-so101",
+    node="robot_rl.drivers.arms.so101:So101Driver",
+    summary="SO-100/SO-101 arm on Feetech STS3215 bus servos: TCP pose through kinematics",
+)
+@dataclass(frozen=True)
+class So101Config:
+    port: str = param(
+        "/dev/ttyACM0",
+        "the servo bus adapter's serial port (a /dev/serial/by-id/... link survives a replug)",
+    )
+    baudrate: int = param(1_000_000, "the bus's baud rate", positive)
+    calibration_file: str = param(
+        "",
+        "LeRobot's calibration file of this arm (lerobot-calibrate writes it under "
+        "~/.cache/huggingface/lerobot/calibration/robots/so101_follower/); empty: every range "
+        "centred on the servos' middle tick",
+    )
+    state_hz: float = param(50.0, "rate of the bus reads and the state topics (Hz)", positive)
+    diagnostics_hz: float = param(1.0, "/diagnostics rate (Hz)", positive)
+    reconnect_period: float = param(
+        0.5, "seconds between reopening attempts after the bus failed", positive
+    )
+    command_max_age: float = param(
+        0.3, "refuse a command whose stamp is older than this (s)", positive
+    )
+    watchdog_timeout: float = param(
+        0.5, "hold where the arm is when no valid pose command arrived within (s)", positive
+    )
+    workspace_min: tuple = param(
+        [0.1, -0.2, 0.01], "lower corner of the box the target stays in (base frame, m)", length(3)
+    )
+    workspace_max: tuple = param(
+        [0.4, 0.2, 0.3], "upper corner of the box the target stays in (base frame, m)", length(3)
+    )
+    max_step_translation: float = param(
+        0.02, "a command moves the target at most this far from the measured TCP (m)", positive
+    )
+    max_joint_step: float = param(
+        0.15, "no joint's goal moves more than this per bus cycle (rad)", positive
+    )
+    max_temperature: float = param(
+        65.0, "a servo hotter than this (C) is a fault: torque off until clear_error", positive
+    )
+    reset_joints: tuple = param(
+        [0.0, -0.6, 0.9, 0.4, 0.0],
+        "joint angles the reset service moves to (rad; shoulder_pan, shoulder_lift, "
+        "elbow_flex, wrist_flex, wrist_roll; zero: each joint's calibrated middle): a joint "
+        "target, since a five-joint arm cannot reach every TCP pose",
+        length(5),
+    )
+    reset_speed: float = param(0.5, "the reset's joint speed (rad/s)", positive)
+    reset_timeout: float = param(
+        10.0, "the reset service fails when the joints are not there within (s)", positive
+    )
+    gripper_threshold: float = param(
+        0.5, "cmd/gripper at or above this closes the jaw, below opens it", unit_interval
+    )

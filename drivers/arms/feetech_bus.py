@@ -30,6 +30,49 @@ except ImportError:  # not POSIX
     pass
 
 
+BUS_ADAPTERS = {
+    (0x1A86, 0x55D3): "CH343 (Waveshare bus servo adapter)",
+    (0x1A86, 0x7523): "CH340",
+    (0x1A86, 0x55D4): "CH9102",
+    (0x0403, 0x6001): "FTDI FT232",
+    (0x10C4, 0xEA60): "CP210x",
+}
+"""USB serial chips the servo bus boards of SO-100/SO-101 arms carry (vendor, product)."""
+
+
+def discover_adapters(ports=None) -> list[dict]:
+    """The USB serial ports whose chip a servo bus board carries, for ``robot-rl doctor``: one
+    dict per port (kind, path, the /dev/serial/by-id link that survives a replug, chip, serial
+    number). Which port is which arm: unplug one and run doctor again. ``ports``: pyserial's
+    ``comports()`` (the default) or a recorded list of the same objects."""
+    if ports is None:
+        from serial.tools import list_ports
+
+        ports = list_ports.comports()
+    by_id = _by_id_links()
+    found = []
+    for port in ports:
+        chip = BUS_ADAPTERS.get((port.vid, port.pid))
+        if chip is None:
+            continue
+        found.append({
+            "kind": "servo bus",
+            "path": by_id.get(port.device, port.device),
+            "device": port.device,
+            "name": chip,
+            "serial": port.serial_number or "",
+        })  # fmt: skip
+    return found
+
+
+def _by_id_links() -> dict[str, str]:
+    """/dev/ttyACM0 -> /dev/serial/by-id/usb-... (udev's stable names), where udev made them."""
+    import glob
+    import os
+
+    return {os.path.realpath(link): link for link in glob.glob("/dev/serial/by-id/*")}
+
+
 class BusError(RuntimeError):
     """An exchange on the bus failed after its retries, or the port cannot be opened."""
 

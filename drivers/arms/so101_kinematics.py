@@ -6,12 +6,13 @@ The chain's numbers are the arm's published model (TheRobotStudio/SO-ARM100,
 (xyz in m, roll-pitch-yaw in rad, URDF's fixed-axis convention), every joint turning about its
 own z axis, and the joints' limits; the TCP is the model's ``gripperframe`` between the jaws.
 Angles are the model's: zero is the calibrated middle of each joint (LeRobot's calibration puts
-the servos' middle there).
+the servos' middle there). The base frame is the model's turned a quarter about z
+(``BASE_YAW``), so that the arm reaches along +x as the Franka does (the model's reach is -y).
 
 The arm has five joints before the gripper, so not every pose is reachable: the inverse
-kinematics follows the position and, with ``orientation_weight``, the orientation as far as it
-can (damped least squares on the geometric Jacobian), clamps to the limits at every iteration,
-and says how far from the target it ended.
+kinematics reaches the position first and the orientation as far as the position leaves it
+free (damped least squares on the geometric Jacobian, the orientation in the position's null
+space), clamps to the limits at every iteration, and says how far from the target it ended.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ ORIGINS = (
     ((0.0, -0.0611, 0.0181), (1.5708, -9.38083e-08, 3.14159)),
 )
 """Each joint's origin in its parent link: xyz, rpy."""
+BASE_YAW = np.pi / 2
+"""The model's base frame in the driver's base frame: turned about z."""
 TCP = ((-0.0079, -0.000218121, -0.0981274), (1.5708, 1.22465e-16, 1.5708))
 """``gripperframe`` in the gripper link (after wrist_roll)."""
 LIMITS = np.array(
@@ -63,13 +66,14 @@ def _rot_z(angle: float) -> np.ndarray:
     return t
 
 
+_BASE = _rot_z(BASE_YAW)
 _ORIGINS = [_transform(*o) for o in ORIGINS]
 _TCP = _transform(*TCP)
 
 
 def joint_frames(q) -> tuple[list[np.ndarray], np.ndarray]:
     """Each joint's frame (before its own rotation) and the TCP's, in the base frame."""
-    t, frames = np.eye(4), []
+    t, frames = _BASE, []
     for origin, angle in zip(_ORIGINS, q, strict=True):
         t = t @ origin
         frames.append(t)
@@ -115,22 +119,37 @@ class Solution:
     """rad."""
 
 
-def inverse(target: np.ndarray, q0, orientation_weight: float = 0.2, iterations: int = 60,
-            damping: float = 0.02, tolerance: float = 2e-4) -> Solution:  # fmt: skip
-    """Joint angles near ``q0`` that put the TCP at ``target`` (4x4), within the limits."""
+MAX_ITERATION_STEP = 0.2
+"""rad: the joints' move per iteration of the inverse kinematics, at most."""
+
+
+def _damped_pinv(jac: np.ndarray, damping: float) -> np.ndarray:
+    return jac.T @ np.linalg.inv(jac @ jac.T + damping**2 * np.eye(jac.shape[0]))
+
+
+def inverse(target: np.ndarray, q0, orientation_gain: float = 0.5, iterations: int = 60,
+            damping: float = 0.02, tolerance: float = 1e-4) -> Solution:  # fmt: skip
+    """Joint angles near ``q0`` that put the TCP at ``target`` (4x4), within the limits: the
+    position first, the orientation in what the position leaves free (its Jacobian's null
+    space: two of the three rotations on this arm), scaled by ``orientation_gain``."""
     q = np.clip(np.asarray(q0, float), LIMITS[:, 0], LIMITS[:, 1])
-    weights = np.array([1.0, 1.0, 1.0, *(orientation_weight,) * 3])
+    eye = np.eye(len(JOINTS))
     for _ in range(iterations):
         jac, tcp = jacobian(q)
-        error = np.concatenate(
-            [target[:3, 3] - tcp[:3, 3], rotation_error(target[:3, :3], tcp[:3, :3])]
+        e_pos = target[:3, 3] - tcp[:3, 3]
+        e_rot = rotation_error(target[:3, :3], tcp[:3, :3])
+        j_pos, j_rot = jac[:3], jac[3:]
+        pinv_pos = _damped_pinv(j_pos, damping)
+        step = pinv_pos @ e_pos
+        free = eye - np.linalg.pinv(j_pos, rcond=1e-4) @ j_pos  # an exact projector
+        step += (
+            orientation_gain * free @ _damped_pinv(j_rot @ free, damping) @ (e_rot - j_rot @ step)
         )
-        jw, ew = jac * weights[:, None], error * weights
-        if np.linalg.norm(ew) < tolerance:
-            break
-        step = jw.T @ np.linalg.solve(jw @ jw.T + damping**2 * np.eye(6), ew)
+        size = np.linalg.norm(step)
+        if size > MAX_ITERATION_STEP:  # far from the target: small steps stay stable
+            step *= MAX_ITERATION_STEP / size
         q = np.clip(q + step, LIMITS[:, 0], LIMITS[:, 1])
-        if np.linalg.norm(step) < 1e-7:
+        if np.linalg.norm(e_pos) < tolerance and np.linalg.norm(step) < 1e-5:
             break
     tcp = forward(q)
     return Solution(

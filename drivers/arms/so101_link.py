@@ -31,12 +31,14 @@ from scipy.spatial.transform import Rotation
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
 from robot_rl.drivers.arms.feetech_bus import BusError, FeetechBus
-from robot_rl.drivers.arms.franka_safety import Workspace, limit_step
+from robot_rl.drivers.arms.franka_safety import limit_step
 from robot_rl.drivers.supervision import SupervisedLoop
 
-HOLDING, FOLLOWING, ESTOP, FAULT, DISCONNECTED = (
-    "holding", "following", "e-stop", "fault", "disconnected",
+HOLDING, FOLLOWING, RESETTING, ESTOP, FAULT, DISCONNECTED = (
+    "holding", "following", "resetting", "e-stop", "fault", "disconnected",
 )  # fmt: skip
+RESET_TOLERANCE = 0.03
+"""rad: every joint this near its reset angle ends the reset."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,16 @@ class LinkSettings:
     max_step_translation: float
     max_joint_step: float
     max_temperature: float
-    workspace: Workspace
+    gripper_threshold: float
     calibration: dict[str, calibration.MotorCalibration]
+
+
+@dataclass(frozen=True)
+class _Reset:
+    joints: np.ndarray
+    speed: float
+    deadline: float
+    finished: Callable[[bool, str], None]
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class So101Link:
         self._lock = threading.Lock()
         self._target: tuple[np.ndarray, np.ndarray, float] | None = None
         self._gripper: float | None = None
+        self._reset: _Reset | None = None
         self.mode = DISCONNECTED
         self.fault = ""
         self.estopped = False
@@ -120,6 +131,7 @@ class So101Link:
     def close(self) -> None:
         self.loop.close()
         self.bus.close()
+        self._end_reset(False, "the driver closed")
 
     def enable(self, enabled: bool) -> None:
         with self._lock:
@@ -133,9 +145,23 @@ class So101Link:
         with self._lock:
             self._gripper = float(closed)
 
-    def set_estop(self, engaged: bool) -> None:
+    def reset(self, joints, speed: float, timeout: float,
+              finished: Callable[[bool, str], None]) -> None:  # fmt: skip
+        """Move to ``joints`` at ``speed`` (rad/s); ``finished(ok, message)`` from the link's
+        thread once there, or when it cannot be (timeout, e-stop, fault, deactivate)."""
+        request = _Reset(np.asarray(joints, float), speed, time.monotonic() + timeout, finished)
+        with self._lock:
+            running, self._target = self._reset, None
+            if running is None:
+                self._reset = request
+        if running is not None:
+            finished(False, "a reset is already running")
+
+    def set_estop(self, engaged: bool) -> bool:
+        """Applied at once (the thread holds from its next cycle): always True."""
         with self._lock:
             self.estopped, self._target = engaged, None
+        return True
 
     def clear_error(self) -> str:
         with self._lock:
@@ -195,10 +221,14 @@ class So101Link:
             )
             blocked = self.estopped or bool(self.fault) or not self.enabled
         if self.fault:
+            self._end_reset(False, f"fault: {self.fault}")
             self.mode = FAULT
             return
         if self.mode == FAULT:  # cleared: torque back on, holding here
             self._hold_here(torque=True)
+        if self._reset is not None:
+            self._serve_reset(reading, blocked)
+            return
         if blocked or not fresh:
             if self.mode == FOLLOWING:
                 self._hold_here()
@@ -209,8 +239,34 @@ class So101Link:
         if gripper is not None:
             jaw = self.motors[kin.GRIPPER]
             low, high = kin.GRIPPER_LIMITS
-            goals[jaw.id] = jaw.to_ticks(high + (low - high) * gripper)  # 1: closed
+            closed = gripper >= self.settings.gripper_threshold
+            goals[jaw.id] = jaw.to_ticks(low if closed else high)
         self.bus.write_goals(goals)
+
+    def _serve_reset(self, reading: ArmReading, blocked: bool) -> None:
+        request = self._reset
+        away = float(np.max(np.abs(request.joints - reading.joints)))
+        if blocked:
+            self._end_reset(False, "e-stop engaged" if self.estopped else "not active")
+        elif away < RESET_TOLERANCE:
+            self._end_reset(True, "reset joints reached")
+        elif time.monotonic() > request.deadline:
+            self._end_reset(False, f"reset joints not reached: {away:.3f} rad away")
+        else:
+            self.mode = RESETTING
+            step = request.speed / self.settings.state_hz
+            q = reading.joints + np.clip(request.joints - reading.joints, -step, step)
+            motors = list(self.motors.values())[:5]
+            self.bus.write_goals({m.id: m.to_ticks(a) for m, a in zip(motors, q, strict=True)})
+            return
+        self._hold_here()
+        self.mode = ESTOP if self.estopped else HOLDING
+
+    def _end_reset(self, ok: bool, message: str) -> None:
+        with self._lock:
+            request, self._reset = self._reset, None
+        if request is not None:
+            request.finished(ok, message)
 
     def _joint_goals(self, reading: ArmReading, pos, quat) -> dict[int, int]:
         pos, quat = limit_step(reading.tcp_pos, reading.tcp_quat, pos, quat,
@@ -236,6 +292,7 @@ class So101Link:
         with self._lock:
             self._target = None
         self.mode = DISCONNECTED
+        self._end_reset(False, "the servo bus failed")
 
     def _reopen(self) -> None:
         self.bus.close()

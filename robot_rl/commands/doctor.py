@@ -3,8 +3,9 @@
 Every probe except Python's runs in its own process with a timeout, so a broken GL driver, a
 crashing native library or a hanging import is reported as an error instead of taking doctor
 down. Only JAX is required; the rest (oneDNN convolutions, MuJoCo, ROS 2, RealSense, torch) is
-optional. The ``cameras`` and ``teleop`` lines list the devices this machine shows (RealSense
-serials, video devices, SpaceMice, gamepads), as the hardware files name them.
+optional. The ``cameras``, ``teleop`` and ``arms`` lines list the devices this machine shows
+(RealSense serials, video devices, SpaceMice, gamepads, SO-101 servo bus adapters), as the
+hardware files name them.
 """
 
 from __future__ import annotations
@@ -355,6 +356,7 @@ PROBES: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
     "pyrealsense2": (probe_pyrealsense2, FIX_REALSENSE),
     "cameras": (partial(_discover, ("realsense", "opencv_camera")), FIX_HARDWARE),
     "teleop": (partial(_discover, ("spacemouse", "gamepad")), FIX_HARDWARE),
+    "arms": (partial(_discover, ("so101",)), FIX_HARDWARE),
 }
 
 

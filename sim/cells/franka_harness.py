@@ -94,14 +94,15 @@ class Peer:
 
 
 class Driver(Proc):
-    """The Franka node as a process (``python -m robot_rl.drivers.arms.franka``)."""
+    """An arm's driver node as a process (``python -m MODULE``: the Franka node by default)."""
 
-    def __init__(self, log: Path, namespace: str = "/arm", **params):
+    def __init__(self, log: Path, namespace: str = "/arm",
+                 module: str = "robot_rl.drivers.arms.franka", **params):  # fmt: skip
         values = {
             name: json.dumps(value) if isinstance(value, (list, tuple, bool)) else str(value)
             for name, value in params.items()
         }
-        super().__init__(node_command("robot_rl.drivers.arms.franka", namespace, **values), log)
+        super().__init__(node_command(module, namespace, **values), log)
 
     def stop(self) -> int:
         return super().stop(grace=15.0)

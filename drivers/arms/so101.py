@@ -1,0 +1,141 @@
+"""SO-100/SO-101 arm driver: the arm's topic contract (docs/ARCHITECTURE.md) over a bus of Feetech
+STS3215 servos, so the actor's ROS backend drives it as it drives the Franka node.
+
+    robot-rl-so101 --ros-args -r __ns:=/arm -p port:=/dev/serial/by-id/usb-... \\
+        -p calibration_file:=my_arm.json   # LeRobot's, from lerobot-calibrate
+
+Publishes ``joint_states`` (the five arm joints, rad), ``ee_pose`` (the TCP by forward
+kinematics, frame ``base``), ``gripper/joint_states`` (the moving jaw, rad) and ``/diagnostics``;
+subscribes ``cmd/ee_pose`` and ``cmd/gripper`` (0 open .. 1 closed); services ``reset`` (to
+``reset_joints``), ``estop`` and ``clear_error``. A stale or malformed command is refused, a valid
+target clipped into the workspace box; what reaches the servos is decided in the bus thread
+(``so101_link``: one step from the measured TCP, joint limits, watchdog, faults). Configure opens
+the bus and holds where the arm is (torque on), activate enables commands, deactivate holds,
+cleanup closes the port.
+"""
+
+from __future__ import annotations
+
+import time
+
+from diagnostic_msgs.msg import DiagnosticStatus
+
+from robot_rl.drivers.arms import so101_calibration as calibration
+from robot_rl.drivers.arms import so101_kinematics as kin
+from robot_rl.drivers.arms.arm_node import ArmDriverNode
+from robot_rl.drivers.arms.configs import So101Config
+from robot_rl.drivers.arms.feetech_bus import BusError
+from robot_rl.drivers.arms.so101_link import ArmReading, LinkSettings, So101Link
+from robot_rl.ros.arm_contract import BASE_FRAME, GRIPPER_JOINT
+from robot_rl.ros.convert import diagnostic_array, joint_state_msg, pose_to_msg
+from robot_rl.ros.node_base import ParameterError, main_for
+
+
+class So101Driver(ArmDriverNode):
+    """See the module docstring."""
+
+    config_class = So101Config
+
+    def __init__(self, **kwargs):
+        super().__init__("so101", **kwargs)
+        try:
+            self.motors = (
+                calibration.load(self.config.calibration_file)
+                if self.config.calibration_file
+                else calibration.default()
+            )
+        except calibration.CalibrationError as error:
+            raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+
+    def open_device(self) -> None:
+        if not self._ros_ready:
+            self._make_ros_interfaces()
+        c = self.config
+        settings = LinkSettings(
+            port=c.port, baudrate=c.baudrate, state_hz=c.state_hz,
+            watchdog_timeout=c.watchdog_timeout, reconnect_period=c.reconnect_period,
+            max_step_translation=c.max_step_translation, max_joint_step=c.max_joint_step,
+            max_temperature=c.max_temperature, gripper_threshold=c.gripper_threshold,
+            calibration=self.motors,
+        )  # fmt: skip
+        link = So101Link(settings, self._publish_state, self.log)
+        try:
+            link.connect()  # BusError: one line, in the failed transition's log
+        except BusError:
+            link.close()
+            raise
+        self.link = link
+        link.start()
+        self.get_logger().info(f"SO-101 on {c.port}: {len(self.motors)} servos answer")
+
+    def enable_motion(self) -> None:
+        self.link.enable(True)
+
+    def safe_stop(self) -> None:
+        if self.link is not None:
+            self.link.enable(False)
+
+    def close_device(self) -> None:
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+
+    # called from the link's thread
+    def _publish_state(self, r: ArmReading) -> None:
+        if not self.context.ok():
+            return
+        self._pubs["joint_states"].publish(
+            joint_state_msg(kin.JOINTS, r.joints, r.velocities, stamp=r.stamp)
+        )
+        self._pubs["ee_pose"].publish(pose_to_msg(r.tcp_pos, r.tcp_quat, r.stamp, BASE_FRAME))
+        self._pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [r.gripper], stamp=r.stamp))
+
+    def _start_reset(self, finished) -> None:
+        c = self.config
+        self.link.reset(c.reset_joints, c.reset_speed, c.reset_timeout, finished)
+
+    def _publish_diagnostics(self) -> None:
+        link = self.link
+        if link is None:
+            level, message, mode = DiagnosticStatus.WARN, "not configured", "unconfigured"
+        elif (fault := link.loop.recent_fault()) is not None:
+            level, message, mode = DiagnosticStatus.ERROR, fault, "disconnected"
+        else:
+            mode = link.mode
+            level = {
+                "fault": DiagnosticStatus.ERROR, "e-stop": DiagnosticStatus.ERROR,
+                "disconnected": DiagnosticStatus.ERROR, "holding": DiagnosticStatus.WARN,
+            }.get(mode, DiagnosticStatus.OK)  # fmt: skip
+            message = link.fault if mode == "fault" else mode
+        last = link.last if link else None
+        values = {
+            "mode": mode,
+            "motion_enabled": str(self.motion_enabled),
+            "estop": str(bool(link and link.estopped)),
+            "fault": link.fault if link else "",
+            "refused": str(self.refused),
+            "last_refusal": self.last_refusal,
+            "clipped": str(self.clipped),
+            "unreachable": str(link.unreachable if link else 0),
+            "reconnects": str(link.reconnects if link else 0),
+            "bus_cycles": str(link.cycles if link else 0),
+            "temperatures": ",".join(map(str, last.temperatures)) if last else "",
+            "thread_faults": str(link.loop.faults if link else 0),
+            "last_fault": link.loop.last_fault if link else "",
+        }
+        self._diag_pub.publish(
+            diagnostic_array(self, level, message, f"so101/{self.config.port}", values, time.time())
+        )
+
+
+def discover() -> list[dict]:
+    """The servo bus adapters this machine shows (``feetech_bus.discover_adapters``)."""
+    from robot_rl.drivers.arms.feetech_bus import discover_adapters
+
+    return discover_adapters()
+
+
+main = main_for(So101Driver)
+
+if __name__ == "__main__":
+    main()
