@@ -11,14 +11,16 @@ keeps serving e-stop and commands while the arm travels), ``estop`` and ``clear_
 A subclass sets ``config_class`` (with ``workspace_min``, ``workspace_max``,
 ``command_max_age``, ``diagnostics_hz``), makes ``self.link`` in ``open_device`` (an object with
 ``estopped``, ``fault``, ``command_pose``, ``command_gripper``, ``set_estop``, ``clear_error``),
-and implements ``_start_reset`` and ``_publish_diagnostics``.
+and implements ``_start_reset`` and ``_device_name`` (``_device_values`` for more
+/diagnostics entries); the link also has ``mode``, ``stalled``, ``reconnects`` and ``loop`` (its
+``SupervisedLoop``).
 """
 
 from __future__ import annotations
 
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
@@ -31,7 +33,7 @@ from robot_rl.drivers.arms.franka_safety import (
     gripper_command_reason,
     pose_command_reason,
 )
-from robot_rl.ros.convert import from_stamp, msg_to_pose
+from robot_rl.ros.convert import diagnostic_array, from_stamp, msg_to_pose
 from robot_rl.ros.node_base import DeviceNode, ParameterError, declare_config
 from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
 
@@ -64,8 +66,53 @@ class ArmDriverNode(DeviceNode):
         """Start the reset motion; the link calls ``finished(ok, message)`` when it ends."""
         raise NotImplementedError
 
-    def _publish_diagnostics(self) -> None:
+    def _device_name(self) -> str:
+        """What /diagnostics' hardware id and a lost connection name: an address, a port."""
         raise NotImplementedError
+
+    def _device_values(self, link) -> dict[str, str]:
+        """The driver's own /diagnostics entries beside the shared ones."""
+        return {}
+
+    def _publish_diagnostics(self) -> None:
+        link = self.link
+        if link is None:
+            level, message, mode = DiagnosticStatus.WARN, "not configured", "unconfigured"
+        elif (fault := link.loop.recent_fault()) is not None:
+            level, message, mode = DiagnosticStatus.ERROR, fault, "fault"
+        elif link.stalled:
+            level, mode = DiagnosticStatus.ERROR, "stalled"
+            message = "the driver's device thread hangs: the arm holds its last target"
+        else:
+            mode = link.mode
+            if mode in ("e-stop", "fault", "disconnected"):
+                level = DiagnosticStatus.ERROR
+                message = {
+                    "e-stop": "e-stop engaged",
+                    "fault": link.fault,
+                    "disconnected": f"no connection to {self._device_name()}",
+                }[mode]
+            elif mode == "holding":
+                level, message = DiagnosticStatus.WARN, "holding (watchdog or no command yet)"
+            else:
+                level, message = DiagnosticStatus.OK, mode
+        values = {
+            "mode": mode,
+            "motion_enabled": str(self.motion_enabled),
+            "estop": str(bool(link and link.estopped)),
+            "fault": link.fault if link else "",
+            "refused": str(self.refused),
+            "last_refusal": self.last_refusal,
+            "clipped": str(self.clipped),
+            "reconnects": str(link.reconnects if link else 0),
+            "thread_faults": str(link.loop.faults if link else 0),
+            "last_fault": link.loop.last_fault if link else "",
+            **(self._device_values(link) if link else {}),
+        }
+        hardware = f"{self.get_name()}/{self._device_name()}"
+        self._diag_pub.publish(
+            diagnostic_array(self, level, message, hardware, values, time.time())
+        )
 
     # ROS 2 interfaces
 

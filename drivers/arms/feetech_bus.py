@@ -161,6 +161,13 @@ class FeetechBus:
             failure = self._packets.getTxRxResult(result).split("] ")[-1].rstrip("!")
         raise BusError(f"{self.port_name}: {what}: {failure.lower()} ({self.retries + 1} tries)")
 
+    def _whole(self, result: int, data, length: int) -> int:
+        """An answer of the wrong length (a late answer to an earlier request, taken for this
+        one: the SDK matches answers by servo id alone) counts as a corrupt packet."""
+        if result == self._sdk.COMM_SUCCESS and len(data or ()) != length:
+            return self._sdk.COMM_RX_CORRUPT
+        return result
+
     def ping(self) -> dict[int, int]:
         """Every servo's model number; BusError naming the first that does not answer."""
         models = {}
@@ -178,7 +185,7 @@ class FeetechBus:
 
         def attempt():
             data, result, _ = self._packets.readTxRx(self._port, servo, address, length)
-            return result, sts.from_little_endian(data or [])
+            return self._whole(result, data, length), sts.from_little_endian(data or [])
 
         return self._exchange(f"servo {servo}: read of address {address}", attempt)
 
@@ -207,6 +214,7 @@ class FeetechBus:
             answers = {}
             for servo in ids if result == self._sdk.COMM_SUCCESS else ():
                 data, result, error = self._packets.readRx(self._port, servo, length)
+                result = self._whole(result, data, length)
                 if result != self._sdk.COMM_SUCCESS:
                     missing.append(servo)
                     break

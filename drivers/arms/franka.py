@@ -13,9 +13,6 @@ pose, deactivate stops the arm, cleanup disconnects.
 
 from __future__ import annotations
 
-import time
-
-from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import TwistStamped, WrenchStamped
 
 from robot_rl.drivers.arms.arm_node import ArmDriverNode
@@ -26,7 +23,6 @@ from robot_rl.ros.arm_contract import ARM_JOINTS, BASE_FRAME, FLANGE_FRAME, GRIP
 from robot_rl.ros.convert import (
     array_to_twist_stamped,
     array_to_wrench_stamped,
-    diagnostic_array,
     joint_state_msg,
     pose_to_msg,
 )
@@ -86,48 +82,15 @@ class FrankaDriver(ArmDriverNode):
         pose = self.config.reset_pose
         self.link.reset(pose[:3], pose[3:], self.config.reset_timeout, finished)
 
-    def _publish_diagnostics(self) -> None:
-        link = self.link
-        if link is None:
-            level, message, mode = DiagnosticStatus.WARN, "not configured", "unconfigured"
-        elif (fault := link.loop.recent_fault()) is not None:
-            level, message, mode = DiagnosticStatus.ERROR, fault, "fault"
-        elif link.stalled:
-            level, mode = DiagnosticStatus.ERROR, "stalled"
-            message = "the franka-link thread hangs: the controller holds its last reference"
-        else:
-            mode = link.mode
-            if mode in ("e-stop", "fault", "disconnected"):
-                level = DiagnosticStatus.ERROR
-                message = {
-                    "e-stop": "e-stop engaged",
-                    "fault": link.fault,
-                    "disconnected": f"no connection to {self.config.robot_ip}",
-                }[mode]
-            elif mode == "holding":
-                level, message = DiagnosticStatus.WARN, "holding (watchdog or no command yet)"
-            else:
-                level, message = DiagnosticStatus.OK, mode
-        values = {
-            "mode": mode,
-            "motion_enabled": str(self.motion_enabled),
-            "estop": str(bool(link and link.estopped)),
-            "fault": link.fault if link else "",
-            "refused": str(self.refused),
-            "last_refusal": self.last_refusal,
-            "clipped": str(self.clipped),
-            "reconnects": str(link.reconnects if link else 0),
-            "joint_moves": str(link.joint_moves if link else 0),
-            "state_cycles": str(link.cycles if link else 0),
-            "thread_faults": str(link.loop.faults if link else 0),
-            "last_fault": link.loop.last_fault if link else "",
-            **(link.samples.fields() if link else {}),
+    def _device_name(self) -> str:
+        return self.config.robot_ip
+
+    def _device_values(self, link) -> dict[str, str]:
+        return {
+            "joint_moves": str(link.joint_moves),
+            "state_cycles": str(link.cycles),
+            **link.samples.fields(),
         }
-        self._diag_pub.publish(
-            diagnostic_array(
-                self, level, message, f"franka/{self.config.robot_ip}", values, time.time()
-            )
-        )
 
 
 main = main_for(FrankaDriver)

@@ -16,10 +16,6 @@ cleanup closes the port.
 
 from __future__ import annotations
 
-import time
-
-from diagnostic_msgs.msg import DiagnosticStatus
-
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
 from robot_rl.drivers.arms.arm_node import ArmDriverNode
@@ -27,7 +23,7 @@ from robot_rl.drivers.arms.configs import So101Config
 from robot_rl.drivers.arms.feetech_bus import BusError
 from robot_rl.drivers.arms.so101_link import ArmReading, LinkSettings, So101Link
 from robot_rl.ros.arm_contract import BASE_FRAME, GRIPPER_JOINT
-from robot_rl.ros.convert import diagnostic_array, joint_state_msg, pose_to_msg
+from robot_rl.ros.convert import joint_state_msg, pose_to_msg
 from robot_rl.ros.node_base import ParameterError, main_for
 
 
@@ -94,38 +90,16 @@ class So101Driver(ArmDriverNode):
         c = self.config
         self.link.reset(c.reset_joints, c.reset_speed, c.reset_timeout, finished)
 
-    def _publish_diagnostics(self) -> None:
-        link = self.link
-        if link is None:
-            level, message, mode = DiagnosticStatus.WARN, "not configured", "unconfigured"
-        elif (fault := link.loop.recent_fault()) is not None:
-            level, message, mode = DiagnosticStatus.ERROR, fault, "disconnected"
-        else:
-            mode = link.mode
-            level = {
-                "fault": DiagnosticStatus.ERROR, "e-stop": DiagnosticStatus.ERROR,
-                "disconnected": DiagnosticStatus.ERROR, "holding": DiagnosticStatus.WARN,
-            }.get(mode, DiagnosticStatus.OK)  # fmt: skip
-            message = link.fault if mode == "fault" else mode
-        last = link.last if link else None
-        values = {
-            "mode": mode,
-            "motion_enabled": str(self.motion_enabled),
-            "estop": str(bool(link and link.estopped)),
-            "fault": link.fault if link else "",
-            "refused": str(self.refused),
-            "last_refusal": self.last_refusal,
-            "clipped": str(self.clipped),
-            "unreachable": str(link.unreachable if link else 0),
-            "reconnects": str(link.reconnects if link else 0),
-            "bus_cycles": str(link.cycles if link else 0),
+    def _device_name(self) -> str:
+        return self.config.port
+
+    def _device_values(self, link) -> dict[str, str]:
+        last = link.last
+        return {
+            "unreachable": str(link.unreachable),
+            "bus_cycles": str(link.cycles),
             "temperatures": ",".join(map(str, last.temperatures)) if last else "",
-            "thread_faults": str(link.loop.faults if link else 0),
-            "last_fault": link.loop.last_fault if link else "",
         }
-        self._diag_pub.publish(
-            diagnostic_array(self, level, message, f"so101/{self.config.port}", values, time.time())
-        )
 
 
 def discover() -> list[dict]:

@@ -117,6 +117,11 @@ class So101Link:
                                    restart=self._reopen, report=self._report, log=log,
                                    restart_delay=settings.reconnect_period)  # fmt: skip
 
+    @property
+    def stalled(self) -> bool:
+        """No bus cycle finished for 20 periods (at least a second): the thread hangs."""
+        return self.loop.stalled(max(1.0, 20.0 / self.settings.state_hz))
+
     # the node's side (ROS callbacks)
 
     def connect(self) -> None:
@@ -298,9 +303,10 @@ class So101Link:
         self.bus.close()
         self.bus.open()
         self.bus.ping()
-        self._hold_here()
+        faulted = bool(self.fault)
+        self._hold_here(torque=not faulted)  # the torque as it was: off only after a fault
         self.reconnects += 1
-        self.mode = HOLDING
+        self.mode = FAULT if faulted else HOLDING
 
     def _report(self, message: str) -> None:
         self._log("error", message)
