@@ -63,6 +63,8 @@ def command(args, seed: int, run_dir: Path) -> list[str]:
         env_kwargs = [*env_kwargs, "reset_delay_seconds=0"]
     if not args.fixed_block:
         env_kwargs = [*env_kwargs, "random_block_position=True"]
+    if args.reward != "sparse":
+        env_kwargs = [*env_kwargs, f"reward_type={args.reward}"]
     kwargs = ["--env-kwargs", *env_kwargs] if env_kwargs else []
     return [
         "robot-rl", "train", "--backend", "gym", "--env-id", args.env_id, *kwargs, *options,
@@ -82,6 +84,7 @@ def emit(path: Path, record: dict) -> None:
 
 def run_seed(args, seed: int) -> dict:
     base = SUFFIX[args.env_id] + ("_fixed" if args.fixed_block else "")
+    base += "" if args.reward == "sparse" else f"_{args.reward}"
     out = Path(args.out) / f"{args.variant}{base}_seed{seed}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("")  # one file per run
@@ -128,6 +131,10 @@ def main() -> int:
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="state")
     parser.add_argument("--env-id", choices=list(SUFFIX), default=ENV_ID)
     parser.add_argument("--fixed-block", action="store_true", help="the cube always at one spot")
+    parser.add_argument(
+        "--reward", choices=["sparse", "dense"], default="sparse",
+        help="gym_hil's reward_type: sparse (1 on a 10 cm lift) or dense (reach, then lift)",
+    )  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=20_000, help="step budget per seed")
     parser.add_argument("--start-steps", type=int, default=500)
