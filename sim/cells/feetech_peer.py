@@ -116,6 +116,8 @@ class FeetechPeer(PtyPeer):
         """Every write of goal positions, in order, as {servo: ticks}."""
         self._corrupt = self._truncate = 0
         self._buffer = bytearray()
+        for servo in self.tables:  # powered up: the goal is where the servo is, torque off
+            self._write_entry(servo, sts.GOAL_POSITION, self.arm.state(servo)[0])
 
     # the cell's and the tests' handles
 
