@@ -29,3 +29,20 @@ def needs(component: str, how: str) -> None:
     if required(component):
         pytest.fail(f"{why} ({REQUIRE}={os.environ[REQUIRE]} makes this a failure)", pytrace=False)
     pytest.skip(why)
+
+
+def cpu_lacks_bf16_convolutions() -> bool:
+    """oneDNN's bf16 convolutions need AVX512 (or AMX); the default f32 ones run anywhere."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(f.read().split())
+    except OSError:
+        return False  # not Linux: let the test say
+    return not flags & {"avx512f", "amx_bf16"}
+
+
+BF16_CONVOLUTIONS = pytest.mark.skipif(
+    cpu_lacks_bf16_convolutions(),
+    reason="bf16 convolutions need a CPU with AVX512 or AMX; this one has neither "
+    "(--agent.encoder-dtype float32, the default, runs here)",
+)

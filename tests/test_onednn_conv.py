@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from skips import BF16_CONVOLUTIONS
 
 from robot_rl.agents.encoders import onednn_conv
 
@@ -59,6 +60,7 @@ def test_f32_convolution_and_gradients_equal_xla(size, channels, kernel, stride,
         np.testing.assert_allclose(g, want_g, rtol=1e-4, atol=1e-4)
 
 
+@BF16_CONVOLUTIONS
 def test_bf16_accumulates_in_f32():
     """bf16 operands, f32 accumulation: the result is XLA's f32 convolution of the same
     bf16-rounded operands, rounded once to bf16 (within two bf16 ulps), and the kernel's

@@ -4,6 +4,7 @@ import jax
 import numpy as np
 import pytest
 from agent_fixtures import action_space, pixel_space, random_batch
+from skips import BF16_CONVOLUTIONS
 
 from robot_rl.agents.config import AgentConfig
 from robot_rl.agents.sac import SACAgent
@@ -33,6 +34,7 @@ def test_conv_encoder_with_drq_trains_end_to_end():
     assert action.shape == (3,) and action[-1] in (-1.0, 0.0, 1.0)
 
 
+@BF16_CONVOLUTIONS
 def test_bf16_conv_trunk_keeps_f32_parameters_and_tracks_the_f32_update():
     """encoder_dtype='bfloat16': the convolutions' operands are bf16, everything the optimiser
     sees stays f32, and one update moves the parameters as the f32 agent's does (the same

@@ -224,7 +224,7 @@ def labels(workdir, probe):
         assert probe.set_mode("label").successful
         proc = Proc(
             [*ROBOT_RL, "record-labels", "--hardware", str(hardware), "--no-start-drivers",
-             "--episodes", "4", "--max-steps", "60", "--out", str(out), *LOADED_MACHINE],
+             "--episodes", "4", "--max-steps", "120", "--out", str(out), *LOADED_MACHINE],
             workdir / "record-labels.log",
         )  # fmt: skip
         try:
