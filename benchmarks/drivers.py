@@ -1,9 +1,10 @@
 """The driver nodes, each against its real peer: the Franka node against franky-sim, the
 RealSense node on rs.software_device and the OpenCV node on a video file, the SpaceMouse and
-gamepad nodes on recorded device bytes, the VESC node on a pty peer. Runs each part's own
-benchmark in turn and passes its JSON lines through, each tagged with ``"part"``.
+gamepad nodes on recorded device bytes, the VESC node on a pty peer, the SO-101's bus side on
+its servo bus peer. Runs each part's own benchmark in turn and passes its JSON lines through,
+each tagged with ``"part"``.
 
-    python benchmarks/drivers.py [--only franka cameras teleop vesc] [--quick]
+    python benchmarks/drivers.py [--only franka cameras teleop vesc so101] [--quick]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ PARTS = {
     "cameras": (["drivers_cameras.py"], ["--seconds", "8"]),
     "teleop": (["teleop.py"], ["--seconds", "5"]),
     "vesc": (["drivers_vesc.py"], ["--seconds", "5"]),
+    "so101": (["drivers_so101.py"], ["--seconds", "3"]),
 }
 
 

@@ -103,6 +103,15 @@ def test_an_overloaded_servo_is_a_fault_that_turns_every_torque_off(arm):
     assert all(peer.torque(servo) for servo in range(1, 7))
 
 
+def test_a_servo_hotter_than_the_bound_is_a_fault(arm):
+    link, peer = arm
+    _until(lambda: link.last is not None, "the first reading")
+    peer.set_temperature(1, 70)
+    _until(lambda: link.mode == FAULT, "the fault")
+    assert "shoulder_pan at 70 C" in link.fault
+    assert not any(peer.torque(servo) for servo in range(1, 7))
+
+
 def test_an_unplugged_adapter_is_reconnected(arm):
     link, peer = arm
     _until(lambda: link.last is not None, "the first reading")

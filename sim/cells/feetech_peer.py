@@ -12,6 +12,7 @@ Each servo keeps a 256-byte control table. Goal positions and torque go to a ``S
 default moves each servo towards its goal at a bounded speed; the SO-101 cell puts its MuJoCo
 model there); present position, velocity and load come back from it before every read.
 Faults as tests and cells want them: ``silence(id)`` (the servo stops answering),
+``set_temperature(id, celsius)``,
 ``set_error(id, bits)`` (error bits in every answer; overload and overheat also drop the torque,
 as the servo's protection does), ``corrupt_next(n)`` (wrong checksums), ``truncate_next(n)``
 (answers cut short), ``unplug()`` / ``plug()`` (the adapter pulled and put back: ``PtyLink``).
@@ -129,6 +130,10 @@ class FeetechPeer(PtyPeer):
             self.errors[servo] = bits
             if bits & PROTECTIVE_ERRORS:
                 self._write_entry(servo, sts.TORQUE_ENABLE, 0)
+
+    def set_temperature(self, servo: int, celsius: int) -> None:
+        with self._lock:
+            self._write_entry(servo, sts.PRESENT_TEMPERATURE, celsius)
 
     def corrupt_next(self, answers: int) -> None:
         self._corrupt = answers
