@@ -13,6 +13,7 @@ pytest.importorskip("scservo_sdk", reason="needs feetech-servo-sdk (robot-rl[har
 from robot_rl.drivers.arms import feetech_protocol as sts
 from robot_rl.drivers.arms.feetech_bus import BusError, FeetechBus
 from robot_rl.sim.cells.feetech_peer import FeetechPeer, checksum
+from robot_rl.sim.cells.processes import wait_for
 
 IDS = (1, 2, 3, 4, 5, 6)
 WAIT = 20.0
@@ -28,16 +29,6 @@ def bus(tmp_path):
     peer.close()
 
 
-def _until(condition, what: str):
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"not within {WAIT:g} s: {what}")
-
-
 def test_ping_finds_every_servo_as_an_sts3215(bus):
     bus, _ = bus
     assert bus.ping() == dict.fromkeys(IDS, sts.STS3215_MODEL)
@@ -50,13 +41,15 @@ def test_goal_positions_reach_the_servos_and_the_feedback_follows(bus):
     assert all(peer.torque(servo) for servo in IDS)
     goals = {servo: 2048 + 100 * servo for servo in IDS}
     bus.write_goals(goals)
-    _until(lambda: peer.goal_writes and peer.goal_writes[-1] == goals, "the sync write arrives")
+    wait_for(
+        lambda: peer.goal_writes and peer.goal_writes[-1] == goals, WAIT, "the sync write arrives"
+    )
 
     def arrived():
         feedback = bus.feedback()
         return all(feedback[s].position == goals[s] for s in IDS) and feedback
 
-    feedback = _until(arrived, "the servos reach their goals")
+    feedback = wait_for(arrived, WAIT, "the servos reach their goals")
     assert feedback[1].voltage == pytest.approx(12.0) and feedback[1].temperature == 30
     assert all(not f.errors for f in feedback.values())
 
@@ -134,7 +127,7 @@ def test_the_peer_ignores_a_packet_with_a_wrong_checksum(bus):
     body = bytes([1, 4, 0x03, sts.GOAL_POSITION[0], 0x00, 0x0A])  # WRITE 2560 to servo 1
     bad = b"\xff\xff" + body + bytes([checksum(body) ^ 0x55])
     bus._port.writePort(bad)  # raw bytes on the wire
-    _until(lambda: peer.bad_packets == 1, "the peer sees the packet")
+    wait_for(lambda: peer.bad_packets == 1, WAIT, "the peer sees the packet")
     assert peer.entry(1, sts.GOAL_POSITION) == sts.CENTRE_TICK
 
 

@@ -3,8 +3,6 @@ servos whose positions come from physics (gravity, the actuators' torque limits)
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -15,20 +13,11 @@ from robot_rl.drivers.arms import feetech_protocol as sts
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms.feetech_bus import FeetechBus
 from robot_rl.sim.cells.feetech_peer import FeetechPeer
+from robot_rl.sim.cells.processes import wait_for
 from robot_rl.sim.so101_arm import MujocoServoArm
 
 START = {"shoulder_lift": -0.6, "elbow_flex": 0.9, "wrist_flex": 0.4}
 WAIT = 20.0
-
-
-def _until(condition, what: str):
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"not within {WAIT:g} s: {what}")
 
 
 @pytest.fixture
@@ -54,7 +43,7 @@ def test_the_servos_hold_and_reach_their_goals_against_gravity(bus):
     def there():
         return abs(bus.feedback()[lift.id].position - goal) <= 15  # a little sag under load
 
-    _until(there, "shoulder_lift at its goal")
+    wait_for(there, WAIT, "shoulder_lift at its goal")
     load = bus.feedback()[lift.id].load
     assert load != 0  # it holds the arm up
 
@@ -64,7 +53,7 @@ def test_torque_off_lets_the_arm_fall(bus):
     lift = motors["shoulder_lift"]
     start = bus.feedback()[lift.id].position
     bus.set_torque(False)
-    _until(lambda: abs(bus.feedback()[lift.id].position - start) > 100, "the arm falling")
+    wait_for(lambda: abs(bus.feedback()[lift.id].position - start) > 100, WAIT, "the arm falling")
 
 
 def test_the_model_and_the_kinematics_agree():
@@ -93,7 +82,7 @@ def test_the_driver_link_moves_the_simulated_arm_to_a_pose_target(tmp_path):
     link.start()
     link.enable(True)
     try:
-        _until(lambda: link.last is not None, "the first reading")
+        wait_for(lambda: link.last is not None, WAIT, "the first reading")
         target = link.last.tcp_pos + np.array([0.02, 0.03, 0.03])
         quat = link.last.tcp_quat
 
@@ -101,7 +90,7 @@ def test_the_driver_link_moves_the_simulated_arm_to_a_pose_target(tmp_path):
             link.command_pose(target, quat)
             return np.linalg.norm(link.last.tcp_pos - target) < 0.003
 
-        _until(reached, "the TCP at the target")
+        wait_for(reached, WAIT, "the TCP at the target")
     finally:
         link.close()
         peer.close()

@@ -15,20 +15,11 @@ from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
 from robot_rl.drivers.arms.so101_link import FAULT, FOLLOWING, HOLDING, LinkSettings, So101Link
 from robot_rl.sim.cells.feetech_peer import FeetechPeer
+from robot_rl.sim.cells.processes import wait_for
 
 WAIT = 20.0
 START = np.array([0.0, -0.6, 0.9, 0.4, 0.0])
 """A bent arm, away from the straight (singular) pose."""
-
-
-def _until(condition, what):
-    """Wait for ``condition``; ``what`` (a text, or a callable for the state at the time)."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"not within {WAIT:g} s: {what() if callable(what) else what}")
 
 
 @pytest.fixture
@@ -62,11 +53,11 @@ def _command_towards(link, target, seconds: float):
 
 def test_a_pose_target_is_followed_in_bounded_steps(arm):
     link, peer = arm
-    _until(lambda: link.last is not None, "the first reading")
+    wait_for(lambda: link.last is not None, WAIT, "the first reading")
     start = link.last.tcp_pos.copy()
     target = start + np.array([0.0, 0.03, -0.03])
     link.command_pose(target, link.last.tcp_quat)
-    _until(lambda: peer.goal_writes, "a goal write")
+    wait_for(lambda: peer.goal_writes, WAIT, "a goal write")
     first = peer.goal_writes[0]
     motors = list(link.motors.values())
     moved = [abs(motors[i].to_radians(first[m.id]) - START[i]) for i, m in enumerate(motors[:5])]
@@ -78,10 +69,10 @@ def test_a_pose_target_is_followed_in_bounded_steps(arm):
 
 def test_the_watchdog_holds_when_commands_stop(arm):
     link, peer = arm
-    _until(lambda: link.last is not None, "the first reading")
+    wait_for(lambda: link.last is not None, WAIT, "the first reading")
     link.command_pose(link.last.tcp_pos + np.array([0.0, 0.0, 0.02]), link.last.tcp_quat)
-    _until(lambda: link.mode == FOLLOWING, "following")
-    _until(lambda: link.mode == HOLDING, "holding after the watchdog")
+    wait_for(lambda: link.mode == FOLLOWING, WAIT, "following")
+    wait_for(lambda: link.mode == HOLDING, WAIT, "holding after the watchdog")
     writes = len(peer.goal_writes)
     time.sleep(0.3)
     assert len(peer.goal_writes) == writes  # no goal goes out while holding
@@ -89,9 +80,9 @@ def test_the_watchdog_holds_when_commands_stop(arm):
 
 def test_an_overloaded_servo_is_a_fault_that_turns_every_torque_off(arm):
     link, peer = arm
-    _until(lambda: link.last is not None, "the first reading")
+    wait_for(lambda: link.last is not None, WAIT, "the first reading")
     peer.set_error(3, 0x20)
-    _until(lambda: link.mode == FAULT, "the fault")
+    wait_for(lambda: link.mode == FAULT, WAIT, "the fault")
     assert "elbow_flex: overload" in link.fault
     assert not any(peer.torque(servo) for servo in range(1, 7))
     link.command_pose(link.last.tcp_pos + np.array([0.0, 0.0, 0.02]), link.last.tcp_quat)
@@ -99,28 +90,28 @@ def test_an_overloaded_servo_is_a_fault_that_turns_every_torque_off(arm):
     assert link.mode == FAULT and not peer.goal_writes[1:]  # refused while the fault stands
     peer.set_error(3, 0)
     assert link.clear_error().startswith("cleared: elbow_flex: overload")
-    _until(lambda: link.mode == HOLDING, lambda: f"holding after clear_error ({link.mode})")
+    wait_for(lambda: link.mode == HOLDING, WAIT, "holding after clear_error")
     assert all(peer.torque(servo) for servo in range(1, 7))
 
 
 def test_a_servo_hotter_than_the_bound_is_a_fault(arm):
     link, peer = arm
-    _until(lambda: link.last is not None, "the first reading")
+    wait_for(lambda: link.last is not None, WAIT, "the first reading")
     peer.set_temperature(1, 70)
-    _until(lambda: link.mode == FAULT, "the fault")
+    wait_for(lambda: link.mode == FAULT, WAIT, "the fault")
     assert "shoulder_pan at 70 C" in link.fault
     assert not any(peer.torque(servo) for servo in range(1, 7))
 
 
 def test_an_unplugged_adapter_is_reconnected(arm):
     link, peer = arm
-    _until(lambda: link.last is not None, "the first reading")
+    wait_for(lambda: link.last is not None, WAIT, "the first reading")
     peer.unplug()
-    _until(lambda: link.loop.faults >= 1, "the lost bus noticed")
+    wait_for(lambda: link.loop.faults >= 1, WAIT, "the lost bus noticed")
     peer.plug()
-    _until(lambda: link.reconnects >= 1 and link.mode == HOLDING, "the reconnect")
+    wait_for(lambda: link.reconnects >= 1 and link.mode == HOLDING, WAIT, "the reconnect")
     cycles = link.cycles
-    _until(lambda: link.cycles > cycles + 5, "readings again")
+    wait_for(lambda: link.cycles > cycles + 5, WAIT, "readings again")
 
 
 def test_the_default_arm_pose_is_inside_the_models_reach():

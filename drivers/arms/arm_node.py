@@ -10,7 +10,8 @@ keeps serving e-stop and commands while the arm travels), ``estop`` and ``clear_
 
 A subclass sets ``config_class`` (with ``workspace_min``, ``workspace_max``,
 ``command_max_age``, ``diagnostics_hz``), makes ``self.link`` in ``open_device`` (an object with
-``estopped``, ``fault``, ``command_pose``, ``command_gripper``, ``set_estop``, ``clear_error``),
+``estopped``, ``fault``, ``enable``, ``close``, ``command_pose``, ``command_gripper``,
+``set_estop``, ``clear_error``),
 and implements ``_start_reset`` and ``_device_name`` (``_device_values`` for more
 /diagnostics entries); the link also has ``mode``, ``stalled``, ``reconnects`` and ``loop`` (its
 ``SupervisedLoop``).
@@ -113,6 +114,16 @@ class ArmDriverNode(DeviceNode):
         self._diag_pub.publish(
             diagnostic_array(self, level, message, hardware, values, time.time())
         )
+
+    def safe_stop(self) -> None:
+        """Hold and take no more commands; the link stays open."""
+        if self.link is not None:
+            self.link.enable(False)
+
+    def close_device(self) -> None:
+        if self.link is not None:
+            self.link.close()
+            self.link = None
 
     # ROS 2 interfaces
 

@@ -52,15 +52,6 @@ class FrankaDriver(ArmDriverNode):
         if state is not None and not self.link.estopped and not self.link.fault:
             self.link.command_pose(state.tcp_pos, state.tcp_quat)  # hold here, controller on
 
-    def safe_stop(self) -> None:
-        if self.link is not None:
-            self.link.enable(False)
-
-    def close_device(self) -> None:
-        if self.link is not None:
-            self.link.close()
-            self.link = None
-
     def _state_publishers(self) -> dict[str, tuple[type, str]]:
         return {"ee_twist": (TwistStamped, "ee_twist"), "ee_wrench": (WrenchStamped, "ee_wrench")}
 

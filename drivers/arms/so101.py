@@ -67,15 +67,6 @@ class So101Driver(ArmDriverNode):
     def enable_motion(self) -> None:
         self.link.enable(True)
 
-    def safe_stop(self) -> None:
-        if self.link is not None:
-            self.link.enable(False)
-
-    def close_device(self) -> None:
-        if self.link is not None:
-            self.link.close()
-            self.link = None
-
     # called from the link's thread
     def _publish_state(self, r: ArmReading) -> None:
         if not self.context.ok():
