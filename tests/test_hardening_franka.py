@@ -119,3 +119,50 @@ def test_a_non_finite_reading_is_refused_before_it_is_published(link, monkeypatc
     assert "tcp_pos: non-finite value nan" in link.samples.last_refusal
     assert all(np.isfinite(s.tcp_pos).all() for s in published[count:])
     assert np.isfinite(link.last_state.tcp_pos).all()
+
+
+class _PreemptedOnce:
+    """The robot, except that its next ``move`` raises the "preempted" with which franky can
+    answer right after a stop (the stopped controller's end surfacing late; seen under load
+    after clear_error, 2 resets in 15)."""
+
+    def __init__(self, robot, franky):
+        self._robot, self._franky, self.raised = robot, franky, False
+
+    def move(self, motion, asynchronous=False):
+        if not self.raised:
+            self.raised = True
+            raise self._franky.ControlException("libfranka: Move command preempted!")
+        return self._robot.move(motion, asynchronous=asynchronous)
+
+    def __getattr__(self, name):
+        return getattr(self._robot, name)
+
+
+def _reset(link) -> tuple[bool, str]:
+    import threading
+
+    done, replies = threading.Event(), []
+
+    def finished(ok: bool, message: str) -> None:
+        replies.append((ok, message))
+        done.set()
+
+    link.reset((0.5, 0.0, 0.45), DOWN, 90.0, finished)
+    assert done.wait(120.0), "the reset did not finish"
+    return replies[0]
+
+
+def test_a_late_preempted_on_starting_a_motion_is_tried_again_not_a_thread_fault(link):
+    import franky
+
+    link, _, _ = link
+    wait_for(lambda: link.last_state is not None, 60.0, "a reading")
+    assert _reset(link)[0]  # the first after a reconnect moves the joints; this one will not
+    link.clear_error()  # stops the controller
+    robot = _PreemptedOnce(link._robot, franky)
+    faults, link._robot = link.loop.faults, robot
+    ok, message = _reset(link)
+    assert robot.raised
+    assert ok, message
+    assert link.loop.faults == faults

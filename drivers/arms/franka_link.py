@@ -458,7 +458,8 @@ class FrankaLink:
 
     def _controller(self, robot, reading: ArmState):
         """The running impedance controller; a fresh one, holding the measured pose, when none
-        runs (first command, after an e-stop, a deactivate, a reflex or a reconnect)."""
+        runs (first command, after an e-stop, a deactivate, a reflex or a reconnect); None when
+        franky did not start it this cycle (``_start_motion``)."""
         if self._motion is not None and robot.is_in_control:
             return self._motion
         franky, cfg = self._franky, self.config
@@ -476,9 +477,22 @@ class FrankaLink:
         )
         motion.set_gains(franky.CartesianImpedanceGains.diagonal(stiffness))
         motion.set_reference(self._reference(reading.tcp_pos, reading.tcp_quat))
-        robot.move(motion, asynchronous=True)
+        if not self._start_motion(robot, motion):
+            return None
         self._motion = motion
         return motion
+
+    def _start_motion(self, robot, motion) -> bool:
+        """Start ``motion``; False when franky refuses it with the stopped controller's
+        "preempted", which can surface on this call when the controller was stopped a moment
+        ago (clear_error, e-stop, a joint move's end): the caller tries again next cycle."""
+        try:
+            robot.move(motion, asynchronous=True)
+        except self._franky.ControlException as error:
+            if "preempted" not in str(error):
+                raise
+            return False
+        return True
 
     def _reference(self, pos, quat_wxyz):
         franky = self._franky
@@ -495,7 +509,10 @@ class FrankaLink:
             cfg.max_step_translation,
             cfg.max_step_rotation,
         )
-        self._controller(robot, reading).set_reference(self._reference(pos, quat))
+        controller = self._controller(robot, reading)
+        if controller is None:
+            return  # not started this cycle; the next command tries again
+        controller.set_reference(self._reference(pos, quat))
         self.last_command = time.monotonic()
         self.mode = FOLLOWING
 
@@ -591,11 +608,7 @@ class FrankaLink:
                 franky.JointState(list(map(float, cfg.home_joints))),
                 relative_dynamics_factor=cfg.joint_reset_speed,
             )
-            try:
-                robot.move(motion, asynchronous=True)
-            except franky.ControlException as error:
-                if "preempted" not in str(error):
-                    raise
+            if not self._start_motion(robot, motion):
                 return  # the ended controller's "preempted", surfacing late: next cycle
             request.joint_motion = motion
             return
@@ -628,7 +641,9 @@ class FrankaLink:
             5.0 * cfg.reset_speed * dt,
         )
         request.reference = (pos, quat)
-        self._controller(robot, reading).set_reference(self._reference(pos, quat))
+        controller = self._controller(robot, reading)
+        if controller is not None:
+            controller.set_reference(self._reference(pos, quat))
         error = float(np.linalg.norm(reading.tcp_pos - request.pos))
         angle = quat_angle(reading.tcp_quat, request.quat)
         if error < RESET_TOLERANCE[0] and angle < RESET_TOLERANCE[1]:
