@@ -39,7 +39,22 @@ def test_forward_kinematics_agrees_with_mujoco():
         tcp = kin.forward(q)
         site = model.site("tcp").id
         np.testing.assert_allclose(tcp[:3, 3], data.site_xpos[site], atol=1e-9)
-        np.testing.assert_allclose(tcp[:3, :3], data.site_xmat[site].reshape(3, 3), atol=1e-9)
+        gripperframe = data.site_xmat[site].reshape(3, 3)
+        np.testing.assert_allclose(tcp[:3, :3], gripperframe @ kin.TOOL_AXES, atol=1e-9)
+
+
+def test_the_tool_frame_is_the_contracts_jaws_down_is_the_franka_s_down():
+    """With the jaws pointing down, the TCP's axes are those of ``down_quat``: a task's pose
+    command means the same to the SO-101 as to the Franka."""
+    from robot_rl.drivers.arms.so101_link import pose_matrix
+    from robot_rl.envs.arm_geometry import down_quat
+
+    down = pose_matrix([0.2, 0.0, 0.03], down_quat(0.0))
+    solution = kin.inverse(down, np.array([0.0, 0.0, 0.6, 0.9, 0.0]))
+    assert solution.position_error < 1e-3 and solution.orientation_error < 1e-2
+    frames, tcp = kin.joint_frames(solution.q)
+    jaws = tcp[:3, 3] - frames[-1][:3, 3]  # from the wrist's joint to the TCP
+    assert jaws[2] / np.linalg.norm(jaws) < -0.95  # the jaws point down
 
 
 def test_inverse_kinematics_reaches_reachable_poses_within_the_limits():

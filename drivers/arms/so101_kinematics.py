@@ -4,7 +4,10 @@ target to joint angles within the joints' limits), in numpy.
 The chain's numbers are the arm's published model (TheRobotStudio/SO-ARM100,
 ``Simulation/SO101/so101_new_calib.urdf``, Apache-2.0): each joint's origin in its parent link
 (xyz in m, roll-pitch-yaw in rad, URDF's fixed-axis convention), every joint turning about its
-own z axis, and the joints' limits; the TCP is the model's ``gripperframe`` between the jaws.
+own z axis, and the joints' limits; the TCP is the model's ``gripperframe`` between the jaws,
+its axes turned (``TOOL_AXES``) to the arm contract's tool frame: z out of the jaws (the
+approach), x forward along the arm when the jaws point down, as the Franka's TCP; so a task's
+``down_quat(yaw)`` means the same to both arms.
 Angles are the model's: zero is the calibrated middle of each joint (LeRobot's calibration puts
 the servos' middle there). The base frame is the model's turned a quarter about z
 (``BASE_YAW``), so that the arm reaches along +x as the Franka does (the model's reach is -y).
@@ -40,6 +43,9 @@ LIMITS = np.array(
      [-2.79253, 2.79253]]
 )  # fmt: skip
 """rad, per joint of ``JOINTS``."""
+TOOL_AXES = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
+"""The contract's tool axes in ``gripperframe``'s (columns x, y, z): the model's jaws point
+along its -y, and its z lies along the arm when they point down."""
 GRIPPER_LIMITS = (-0.174533, 1.74533)
 """The moving jaw, rad: closed at the low end."""
 
@@ -69,6 +75,7 @@ def _rot_z(angle: float) -> np.ndarray:
 _BASE = _rot_z(BASE_YAW)
 _ORIGINS = [_transform(*o) for o in ORIGINS]
 _TCP = _transform(*TCP)
+_TCP[:3, :3] = _TCP[:3, :3] @ TOOL_AXES
 
 
 def joint_frames(q) -> tuple[list[np.ndarray], np.ndarray]:

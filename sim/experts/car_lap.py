@@ -183,10 +183,10 @@ def record_twin_lap(out, speedup: float = 2.0, drive: bool = True, **options):
         if driver is not None:
             driver.close()
         executor.shutdown(timeout_sec=1.0)
+        if spinner is not None:  # no callback may run on a destroyed node
+            spinner.join(timeout=10.0)
         node.destroy_node()
         context.try_shutdown()
-        if spinner is not None:
-            spinner.join(timeout=2.0)
 
 
 def _spin(executor, context) -> None:
