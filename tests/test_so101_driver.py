@@ -57,6 +57,8 @@ def test_publishes_the_arm_contract(cell):
     np.testing.assert_allclose(joints.position, START, atol=0.01)
     assert arm.latest["ee_pose"].header.frame_id == "base"
     np.testing.assert_allclose(arm.position(), kin.forward(START)[:3, 3], atol=0.005)
+    (closed,) = arm.latest["gripper/joint_states"].position  # the contract's 0 open .. 1 closed
+    assert 0.0 <= closed <= 1.0
 
 
 def test_a_pose_command_moves_the_servos_to_the_target(cell):

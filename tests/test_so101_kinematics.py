@@ -72,3 +72,10 @@ def test_an_unreachable_target_ends_at_the_limits_and_says_how_far():
     solution = kin.inverse(far, np.zeros(5))
     assert solution.position_error > 0.5
     assert np.all(solution.q >= kin.LIMITS[:, 0]) and np.all(solution.q <= kin.LIMITS[:, 1])
+
+
+def test_the_jaw_reads_as_the_contracts_closed_fraction():
+    low, high = kin.GRIPPER_LIMITS
+    assert kin.closed_fraction(high) == 0.0 and kin.closed_fraction(low) == 1.0
+    assert kin.closed_fraction((low + high) / 2) == pytest.approx(0.5)
+    assert kin.closed_fraction(high + 0.1) == 0.0  # beyond the limits: clipped

@@ -5,9 +5,10 @@ STS3215 servos, so the actor's ROS backend drives it as it drives the Franka nod
         -p calibration_file:=my_arm.json   # LeRobot's, from lerobot-calibrate
 
 Publishes ``joint_states`` (the five arm joints, rad), ``ee_pose`` (the TCP by forward
-kinematics, frame ``base``), ``gripper/joint_states`` (the moving jaw, rad) and ``/diagnostics``;
-subscribes ``cmd/ee_pose`` and ``cmd/gripper`` (0 open .. 1 closed); services ``reset`` (to
-``reset_joints``), ``estop`` and ``clear_error``. A stale or malformed command is refused, a valid
+kinematics, frame ``base``, the contract's tool axes), ``gripper/joint_states`` (the jaw, 0 open
+.. 1 closed, as the Franka's hand) and ``/diagnostics``; subscribes ``cmd/ee_pose`` and
+``cmd/gripper`` (0 open .. 1 closed); services ``reset`` (to ``reset_joints``), ``estop`` and
+``clear_error``. A stale or malformed command is refused, a valid
 target clipped into the workspace box; what reaches the servos is decided in the bus thread
 (``so101_link``: one step from the measured TCP, joint limits, watchdog, faults). Configure opens
 the bus and holds where the arm is (torque on), activate enables commands, deactivate holds,
@@ -75,7 +76,8 @@ class So101Driver(ArmDriverNode):
             joint_state_msg(kin.JOINTS, r.joints, r.velocities, stamp=r.stamp)
         )
         self._pubs["ee_pose"].publish(pose_to_msg(r.tcp_pos, r.tcp_quat, r.stamp, BASE_FRAME))
-        self._pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [r.gripper], stamp=r.stamp))
+        closed = kin.closed_fraction(r.gripper)
+        self._pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [closed], stamp=r.stamp))
 
     def _start_reset(self, finished) -> None:
         c = self.config

@@ -50,6 +50,13 @@ GRIPPER_LIMITS = (-0.174533, 1.74533)
 """The moving jaw, rad: closed at the low end."""
 
 
+def closed_fraction(jaw: float) -> float:
+    """The jaw's angle (rad) as the arm contract's gripper position: 0 open (the high limit)
+    .. 1 closed (the low limit)."""
+    low, high = GRIPPER_LIMITS
+    return float(np.clip((high - jaw) / (high - low), 0.0, 1.0))
+
+
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     cr, sr, cp, sp, cy, sy = (f(a) for a in (roll, pitch, yaw) for f in (np.cos, np.sin))
     return np.array([
