@@ -62,7 +62,7 @@ def bus_thread(link_path: Path, motors, state_hz: float, seconds: float) -> None
     settings = LinkSettings(
         port=str(link_path), baudrate=1_000_000, state_hz=state_hz, watchdog_timeout=0.5,
         reconnect_period=0.2, max_step_translation=0.02, max_joint_step=0.1,
-        max_temperature=65.0, gripper_threshold=0.5, calibration=motors,
+        max_temperature=65.0, gripper_threshold=0.5, gripper_open=0.3, calibration=motors,
     )  # fmt: skip
     link = So101Link(settings, lambda reading: None, lambda level, message: None)
     link.connect()

@@ -50,6 +50,16 @@ ROBOT_KINDS: dict[str, RobotKind] = {
             "arm_twin",
         ),
         RobotKind(
+            "so101",
+            "/arm",
+            "move_to",
+            "robot_rl.sim.so101_twin:make_so101_twin",
+            "robot_rl.sim.so101_twin:so101_twin_model",
+            "robot_rl.ros.backend:RosSo101Backend",
+            "robot_rl.sim.nodes.arm_twin_node",
+            "arm_twin",
+        ),
+        RobotKind(
             "car",
             "/car",
             "place_car",

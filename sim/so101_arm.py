@@ -16,6 +16,7 @@ import time
 
 import mujoco
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from robot_rl.drivers.arms import feetech_protocol as sts
 from robot_rl.drivers.arms import so101_calibration as calibration
@@ -38,20 +39,61 @@ JAW = ((0.0202, 0.0188, -0.0234), (1.5708, 0.0, 0.0), 0.012, (-0.00157495, -0.03
 """The moving jaw's joint in the gripper link (xyz, rpy), its mass and centre of mass."""
 
 
+JAW_PAD = (0.003, 0.01, 0.01)
+"""Each jaw's pad, a box (half sizes along the tool's x, y, z: thickness, width, length)."""
+JAW_PAD_CENTRE = (0.0125, -0.004)
+"""The fixed pad's grasping face this far behind the TCP along the tool's x, and both pads'
+centres this far along the tool's z (m; their tips 6 mm beyond the TCP): a 2.5 cm cube gripped
+between them is centred on the TCP, the jaw then at about 0.16 rad. The moving pad dips as the
+jaw opens (it swings about a pivot 7.5 cm up the tool), hence short pads and a small opening."""
+JAW_FRICTION = "1.5 0.01 0.001"
+"""Sliding, torsional and rolling friction of the pads (rubber on printed plastic)."""
+
+
 def _words(values) -> str:
     return " ".join(f"{v:.9g}" for v in values)
 
 
-def model_xml() -> str:
-    """The arm as MJCF: chain bodies with hinge joints about z, one position actuator each."""
+def _pad(name: str, frame: np.ndarray, face_x: float, side: float) -> str:
+    """A pad whose grasping face lies at ``face_x`` on the tool's x axis, on the ``side`` (-1
+    behind, +1 ahead) of it, given in ``frame`` (4x4 of the pad's body, in the wrist frame)."""
+    thickness, _, _ = JAW_PAD
+    centre = np.array([face_x + side * thickness, 0.0, JAW_PAD_CENTRE[1], 1.0])
+    in_body = np.linalg.inv(frame) @ kin.TOOL_IN_WRIST
+    pos = (in_body @ centre)[:3]
+    quat = Rotation.from_matrix(in_body[:3, :3]).as_quat(scalar_first=True)
+    return (
+        f'<geom name="{name}" type="box" size="{_words(JAW_PAD)}" pos="{_words(pos)}" '
+        f'quat="{_words(quat)}" contype="1" conaffinity="1" condim="4" solref="0.004 1" '
+        f'friction="{JAW_FRICTION}" rgba="0.15 0.15 0.15 1"/>'
+    )
+
+
+def _jaw_pads() -> tuple[str, str]:
+    """The fixed pad (in the wrist_roll link) and the moving one (in the jaw's body): they touch
+    when the jaw is at its closed limit; the jaw turns about the tool's y, so they part along x."""
+    jaw_xyz, jaw_rpy, _, _ = JAW
+    face = -JAW_PAD_CENTRE[0]
+    fixed = _pad("fixed_pad", np.eye(4), face, -1.0)
+    closed = kin.transform(jaw_xyz, jaw_rpy) @ kin.rot_z(kin.GRIPPER_LIMITS[0])
+    moving = _pad("moving_pad", closed, face, +1.0)
+    return fixed, moving
+
+
+def model_xml(scene: str = "", tool: str = "") -> str:
+    """The arm as MJCF: chain bodies with hinge joints about z, one position actuator each, the
+    jaws' pads colliding (the links do not); ``scene``: more MJCF for the world body, ``tool``
+    for the wrist_roll link (a wrist camera; ``kin.TOOL_IN_WRIST`` places things there)."""
     jaw_xyz, jaw_rpy, jaw_mass, jaw_com = JAW
     low, high = kin.GRIPPER_LIMITS
+    fixed_pad, moving_pad = _jaw_pads()
     body = (
         f'<site name="tcp" pos="{_words(kin.TCP[0])}" euler="{_words(kin.TCP[1])}"/>'
+        f"{fixed_pad}{tool}"
         f'<body name="{kin.GRIPPER}" pos="{_words(jaw_xyz)}" euler="{_words(jaw_rpy)}">'
         f'<joint name="{kin.GRIPPER}" range="{low} {high}"/>'
         f'<inertial pos="{_words(jaw_com)}" mass="{jaw_mass}" diaginertia="2e-6 2e-6 2e-6"/>'
-        '<geom type="box" size="0.006 0.03 0.004" pos="0 -0.03 0.019"/></body>'
+        f"{moving_pad}</body>"
     )
     chain = list(zip(kin.JOINTS, kin.ORIGINS, kin.LIMITS, INERTIALS, strict=True))
     for name, (xyz, rpy), (lo, hi), (mass, com) in reversed(chain):
@@ -68,10 +110,10 @@ def model_xml() -> str:
     )
     return (
         '<mujoco model="so101"><compiler angle="radian" eulerseq="XYZ"/>'
-        '<option timestep="0.002"/>'
+        '<option timestep="0.002" cone="elliptic" impratio="10"/>'
         '<default><joint axis="0 0 1" damping="0.3" armature="0.01" limited="true"/>'
         '<geom contype="0" conaffinity="0" rgba="1 0.82 0.12 1"/></default>'
-        '<worldbody><light pos="0 0 2"/>'
+        f'<worldbody><light pos="0 0 2"/>{scene}'
         f'<body name="base" euler="0 0 {kin.BASE_YAW}">'
         '<geom type="cylinder" size="0.04 0.04" pos="0.02 0 0.04"/>'
         f"{body}</body></worldbody><actuator>{actuators}</actuator></mujoco>"

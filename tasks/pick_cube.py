@@ -67,6 +67,11 @@ class PickCubeTask(Task):
     clearance_height: float = 0.15
     """The reset lifts the TCP to this height (m) before moving over: a held cube clears the
     table's scene."""
+    cube_half: float = CUBE_HALF
+    """Half the cube's side (m)."""
+    lift_height: float = LIFT_HEIGHT
+    hold_region: tuple[float, float, float] = HOLD_REGION
+    hold_grip: tuple[float, float] = HOLD_GRIP
 
     def state_space(self) -> gym.spaces.Box:
         size = 10 if self.privileged_state else 7
@@ -111,25 +116,27 @@ class PickCubeTask(Task):
         grip = float(reading["gripper_pos"][0])
         # the cube between the pads and the fingers stopped on it; a centred grasp is not asked
         # for: an operator (or a reward classifier) sees a cube gripped off-centre as held too
-        grasped = bool(np.all(offset <= HOLD_REGION)) and HOLD_GRIP[0] < grip < HOLD_GRIP[1]
+        low, high = self.hold_grip
+        grasped = bool(np.all(offset <= self.hold_region)) and low < grip < high
         return cube, float(np.linalg.norm(offset)), grasped
 
     def dense_reward(self, reading: Reading) -> float:
         cube, dist, grasped = self._cube(reading)
         reach = 1.0 - np.tanh(10.0 * dist)
-        lift = np.clip((cube[2] - CUBE_HALF - TABLE_Z) / LIFT_HEIGHT, 0.0, 1.0)
+        lift = np.clip((cube[2] - self.cube_half - TABLE_Z) / self.lift_height, 0.0, 1.0)
         return float(0.25 * reach + 0.25 * grasped + 0.5 * lift * grasped)
 
     def success(self, reading: Reading) -> bool:
         cube, _, grasped = self._cube(reading)
-        return bool(grasped and cube[2] - CUBE_HALF - TABLE_Z >= LIFT_HEIGHT)
+        return bool(grasped and cube[2] - self.cube_half - TABLE_Z >= self.lift_height)
 
     def success_possible(self, reading: Reading) -> bool:
         # from the arm alone: the fingers stopped on something, high enough that what they hold
         # is lifted (a held cube's centre is within HOLD_REGION of the TCP along the tool)
         grip = float(reading["gripper_pos"][0])
-        lifted = TABLE_Z + CUBE_HALF + LIFT_HEIGHT - HOLD_REGION[2]
-        return bool(HOLD_GRIP[0] < grip < HOLD_GRIP[1] and reading["tcp_pos"][2] >= lifted)
+        lifted = TABLE_Z + self.cube_half + self.lift_height - self.hold_region[2]
+        low, high = self.hold_grip
+        return bool(low < grip < high and reading["tcp_pos"][2] >= lifted)
 
     def failure(self, reading: Reading) -> bool:
         # knocked off the table; the real robot has no cube reading and relies on the operator
@@ -140,7 +147,7 @@ class PickCubeTask(Task):
     def info(self, reading: Reading) -> dict:
         if "object/cube_pos" not in reading:
             return {}
-        return {"cube_height": float(reading["object/cube_pos"][2] - CUBE_HALF)}
+        return {"cube_height": float(reading["object/cube_pos"][2] - self.cube_half)}
 
     def reset_pose(self) -> ArmResetPose:
         return ArmResetPose(
@@ -156,7 +163,7 @@ class PickCubeTask(Task):
         xy = np.asarray(self.reset_pos[:2]) + rng.uniform(-1, 1, 2) * self.cube_region
         yaw = rng.uniform(-0.25, 0.25)
         quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
-        return np.array([*xy, TABLE_Z + CUBE_HALF + above]), quat
+        return np.array([*xy, TABLE_Z + self.cube_half + above]), quat
 
     def reset(self, backend: Backend, rng: np.random.Generator) -> None:
         reset_arm(backend, self.reset_pose(), rng)

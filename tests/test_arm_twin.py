@@ -1,4 +1,5 @@
-"""The arm twin (controller, hard limits, sensors, cameras), the arm tasks and their experts."""
+"""The arm twins (the Franka-like arm and the SO-101: controller, hard limits, sensors, cameras),
+the arm tasks and their experts."""
 
 import os
 
@@ -80,7 +81,7 @@ def test_gripper_reading_follows_the_command(arm):
 @pytest.mark.skipif(
     os.environ.get("MUJOCO_GL") != "egl", reason="headless rendering needs MUJOCO_GL=egl"
 )
-@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert"])
+@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert", "so101_pick_cube"])
 def test_cameras_render_distinct_images_of_the_requested_size(task_name):
     try:
         env = make_twin_env(make_task(task_name, cameras=("front", "wrist"), image_size=48))
@@ -107,7 +108,7 @@ def test_state_only_twin_renders_nothing():
     env.close()
 
 
-@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert"])
+@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert", "so101_pick_cube"])
 def test_scripted_expert_succeeds(task_name):
     task = make_task(task_name)
     env = make_twin_env(task)
@@ -142,7 +143,7 @@ def test_success_terminates_with_sparse_reward():
     assert rewards[-1] == 1.0 and set(rewards[:-1]) <= {0.0}
 
 
-@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert"])
+@pytest.mark.parametrize("task_name", ["pick_cube", "peg_insert", "so101_pick_cube"])
 def test_time_limit_truncates(task_name):
     env = make_twin_env(make_task(task_name, max_episode_steps=5))
     env.reset(seed=0)

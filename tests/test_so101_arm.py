@@ -75,7 +75,7 @@ def test_the_driver_link_moves_the_simulated_arm_to_a_pose_target(tmp_path):
     settings = LinkSettings(
         port=str(peer.link), baudrate=1_000_000, state_hz=50.0, watchdog_timeout=0.5,
         reconnect_period=0.2, max_step_translation=0.02, max_joint_step=0.1,
-        max_temperature=65.0, gripper_threshold=0.5, calibration=motors,
+        max_temperature=65.0, gripper_threshold=0.5, gripper_open=0.3, calibration=motors,
     )  # fmt: skip
     link = So101Link(settings, lambda reading: None, lambda level, message: None)
     link.connect()

@@ -50,7 +50,7 @@ def cell(tmp_path_factory):
 
 def test_publishes_the_arm_contract(cell):
     _, arm = cell
-    names = ("joint_states", "ee_pose", "gripper/joint_states")
+    names = ("joint_states", "ee_pose", "ee_twist", "gripper/joint_states")
     wait_for(lambda: all(arm.counts.get(n, 0) > 10 for n in names), 60.0, "every state topic")
     joints = arm.latest["joint_states"]
     assert list(joints.name) == list(kin.JOINTS)
@@ -59,6 +59,9 @@ def test_publishes_the_arm_contract(cell):
     np.testing.assert_allclose(arm.position(), kin.forward(START)[:3, 3], atol=0.005)
     (closed,) = arm.latest["gripper/joint_states"].position  # the contract's 0 open .. 1 closed
     assert 0.0 <= closed <= 1.0
+    linear = arm.latest["ee_twist"].twist.linear  # at rest: the TCP does not move
+    assert np.linalg.norm([linear.x, linear.y, linear.z]) < 0.02
+    assert "ee_wrench" not in arm.counts  # no force sensor, no wrench
 
 
 def test_a_pose_command_moves_the_servos_to_the_target(cell):

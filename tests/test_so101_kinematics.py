@@ -75,7 +75,8 @@ def test_an_unreachable_target_ends_at_the_limits_and_says_how_far():
 
 
 def test_the_jaw_reads_as_the_contracts_closed_fraction():
-    low, high = kin.GRIPPER_LIMITS
-    assert kin.closed_fraction(high) == 0.0 and kin.closed_fraction(low) == 1.0
-    assert kin.closed_fraction((low + high) / 2) == pytest.approx(0.5)
-    assert kin.closed_fraction(high + 0.1) == 0.0  # beyond the limits: clipped
+    low, opened = kin.GRIPPER_LIMITS[0], kin.GRIPPER_OPEN
+    assert kin.closed_fraction(opened) == 0.0 and kin.closed_fraction(low) == 1.0
+    assert kin.closed_fraction((low + opened) / 2) == pytest.approx(0.5)
+    assert kin.closed_fraction(opened + 0.5) == 0.0  # opened further by hand: clipped
+    assert kin.closed_fraction(0.5, open_angle=1.0) == pytest.approx(0.5 / (1.0 - low))

@@ -285,7 +285,7 @@ nodes:
 
 @pytest.mark.parametrize("parameters, state, reason", [
     ("{task: pick_cube}", "is unconfigured, not active",
-     "configure (open device) failed: task 'pick_cube' is for a arm, this node is a car twin"),
+     "configure (open device) failed: task 'pick_cube' is for a arm, this node is a twin of car"),
     ("{speedup: -1.0}", "exited (2) before it was active",
      "parameter 'speedup' = -1.0 must be > 0"),
 ], ids=["configure-fails", "bad-parameter"])  # fmt: skip

@@ -179,3 +179,9 @@ class So101Config:
     gripper_threshold: float = param(
         0.5, "cmd/gripper at or above this closes the jaw, below opens it", unit_interval
     )
+    gripper_open: float = param(
+        0.3,
+        "the jaw's angle an open command moves it to (rad; closed is its low limit, -0.17): "
+        "gripper/joint_states reads 0 there",
+        (lambda v: -0.17 < v <= 1.74, "must be above the closed limit -0.17 and at most 1.74"),
+    )

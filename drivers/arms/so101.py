@@ -5,17 +5,19 @@ STS3215 servos, so the actor's ROS backend drives it as it drives the Franka nod
         -p calibration_file:=my_arm.json   # LeRobot's, from lerobot-calibrate
 
 Publishes ``joint_states`` (the five arm joints, rad), ``ee_pose`` (the TCP by forward
-kinematics, frame ``base``, the contract's tool axes), ``gripper/joint_states`` (the jaw, 0 open
-.. 1 closed, as the Franka's hand) and ``/diagnostics``; subscribes ``cmd/ee_pose`` and
-``cmd/gripper`` (0 open .. 1 closed); services ``reset`` (to ``reset_joints``), ``estop`` and
-``clear_error``. A stale or malformed command is refused, a valid
-target clipped into the workspace box; what reaches the servos is decided in the bus thread
-(``so101_link``: one step from the measured TCP, joint limits, watchdog, faults). Configure opens
-the bus and holds where the arm is (torque on), activate enables commands, deactivate holds,
-cleanup closes the port.
+kinematics, frame ``base``, the contract's tool axes), ``ee_twist`` (its velocity from the
+servos' speeds; no ``ee_wrench``: the arm has no force sensor), ``gripper/joint_states`` (the
+jaw, 0 open .. 1 closed, as the Franka's hand) and ``/diagnostics``; subscribes ``cmd/ee_pose``
+and ``cmd/gripper`` (0 open .. 1 closed); services ``reset`` (to ``reset_joints``), ``estop`` and
+``clear_error``. A stale or malformed command is refused, a valid target clipped into the
+workspace box; what reaches the servos is decided in the bus thread (``so101_link``: one step
+from the measured TCP, joint limits, watchdog, faults). Configure opens the bus and holds where
+the arm is (torque on), activate enables commands, deactivate holds, cleanup closes the port.
 """
 
 from __future__ import annotations
+
+from geometry_msgs.msg import TwistStamped
 
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
@@ -24,7 +26,7 @@ from robot_rl.drivers.arms.configs import So101Config
 from robot_rl.drivers.arms.feetech_bus import BusError
 from robot_rl.drivers.arms.so101_link import ArmReading, LinkSettings, So101Link
 from robot_rl.ros.arm_contract import BASE_FRAME, GRIPPER_JOINT
-from robot_rl.ros.convert import joint_state_msg, pose_to_msg
+from robot_rl.ros.convert import array_to_twist_stamped, joint_state_msg, pose_to_msg
 from robot_rl.ros.node_base import ParameterError, main_for
 
 
@@ -53,7 +55,7 @@ class So101Driver(ArmDriverNode):
             watchdog_timeout=c.watchdog_timeout, reconnect_period=c.reconnect_period,
             max_step_translation=c.max_step_translation, max_joint_step=c.max_joint_step,
             max_temperature=c.max_temperature, gripper_threshold=c.gripper_threshold,
-            calibration=self.motors,
+            gripper_open=c.gripper_open, calibration=self.motors,
         )  # fmt: skip
         link = So101Link(settings, self._publish_state, self.log)
         try:
@@ -68,6 +70,9 @@ class So101Driver(ArmDriverNode):
     def enable_motion(self) -> None:
         self.link.enable(True)
 
+    def _state_publishers(self) -> dict[str, tuple[type, str]]:
+        return {"ee_twist": (TwistStamped, "ee_twist")}
+
     # called from the link's thread
     def _publish_state(self, r: ArmReading) -> None:
         if not self.context.ok():
@@ -76,7 +81,10 @@ class So101Driver(ArmDriverNode):
             joint_state_msg(kin.JOINTS, r.joints, r.velocities, stamp=r.stamp)
         )
         self._pubs["ee_pose"].publish(pose_to_msg(r.tcp_pos, r.tcp_quat, r.stamp, BASE_FRAME))
-        closed = kin.closed_fraction(r.gripper)
+        jacobian, _ = kin.jacobian(r.joints)  # the TCP's velocity from the servos' speeds
+        twist = jacobian @ r.velocities
+        self._pubs["ee_twist"].publish(array_to_twist_stamped(twist, r.stamp, BASE_FRAME))
+        closed = kin.closed_fraction(r.gripper, self.config.gripper_open)
         self._pubs["gripper"].publish(joint_state_msg([GRIPPER_JOINT], [closed], stamp=r.stamp))
 
     def _start_reset(self, finished) -> None:

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
+from robot_rl.ros.arm_contract import SO101_JOINTS
+
+JOINTS = SO101_JOINTS
 GRIPPER = "gripper"
 ORIGINS = (
     ((0.0207909, -0.0230745, 0.0948817), (-3.14159, 6.03684e-16, 1.5708)),
@@ -50,11 +52,17 @@ GRIPPER_LIMITS = (-0.174533, 1.74533)
 """The moving jaw, rad: closed at the low end."""
 
 
-def closed_fraction(jaw: float) -> float:
-    """The jaw's angle (rad) as the arm contract's gripper position: 0 open (the high limit)
-    .. 1 closed (the low limit)."""
-    low, high = GRIPPER_LIMITS
-    return float(np.clip((high - jaw) / (high - low), 0.0, 1.0))
+GRIPPER_OPEN = 0.3
+"""rad: how far the jaw opens on an open command by default (the driver's ``gripper_open``):
+about 4 cm between the jaws' pads, enough for a small cube, and the moving jaw, which dips as
+it swings, stays clear of the table."""
+
+
+def closed_fraction(jaw: float, open_angle: float = GRIPPER_OPEN) -> float:
+    """The jaw's angle (rad) as the arm contract's gripper position: 0 open (at ``open_angle``,
+    where an open command puts it) .. 1 closed (the low limit)."""
+    low = GRIPPER_LIMITS[0]
+    return float(np.clip((open_angle - jaw) / (open_angle - low), 0.0, 1.0))
 
 
 def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
@@ -66,23 +74,24 @@ def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     ])  # fmt: skip
 
 
-def _transform(xyz, rpy) -> np.ndarray:
+def transform(xyz, rpy) -> np.ndarray:
     t = np.eye(4)
     t[:3, :3], t[:3, 3] = rpy_matrix(*rpy), xyz
     return t
 
 
-def _rot_z(angle: float) -> np.ndarray:
+def rot_z(angle: float) -> np.ndarray:
     c, s = np.cos(angle), np.sin(angle)
     t = np.eye(4)
     t[:2, :2] = [[c, -s], [s, c]]
     return t
 
 
-_BASE = _rot_z(BASE_YAW)
-_ORIGINS = [_transform(*o) for o in ORIGINS]
-_TCP = _transform(*TCP)
-_TCP[:3, :3] = _TCP[:3, :3] @ TOOL_AXES
+_BASE = rot_z(BASE_YAW)
+_ORIGINS = [transform(*o) for o in ORIGINS]
+TOOL_IN_WRIST = transform(*TCP)
+TOOL_IN_WRIST[:3, :3] = TOOL_IN_WRIST[:3, :3] @ TOOL_AXES
+"""The TCP with the contract's tool axes in the wrist_roll link's frame (4x4)."""
 
 
 def joint_frames(q) -> tuple[list[np.ndarray], np.ndarray]:
@@ -91,8 +100,8 @@ def joint_frames(q) -> tuple[list[np.ndarray], np.ndarray]:
     for origin, angle in zip(_ORIGINS, q, strict=True):
         t = t @ origin
         frames.append(t)
-        t = t @ _rot_z(angle)
-    return frames, t @ _TCP
+        t = t @ rot_z(angle)
+    return frames, t @ TOOL_IN_WRIST
 
 
 def forward(q) -> np.ndarray:

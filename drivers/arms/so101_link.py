@@ -52,6 +52,8 @@ class LinkSettings:
     max_joint_step: float
     max_temperature: float
     gripper_threshold: float
+    gripper_open: float
+    """rad: the jaw's goal on an open command (closed: the low limit)."""
     calibration: dict[str, calibration.MotorCalibration]
 
 
@@ -243,9 +245,9 @@ class So101Link:
         goals = self._joint_goals(reading, target[0], target[1])
         if gripper is not None:
             jaw = self.motors[kin.GRIPPER]
-            low, high = kin.GRIPPER_LIMITS
             closed = gripper >= self.settings.gripper_threshold
-            goals[jaw.id] = jaw.to_ticks(low if closed else high)
+            angle = kin.GRIPPER_LIMITS[0] if closed else self.settings.gripper_open
+            goals[jaw.id] = jaw.to_ticks(angle)
         self.bus.write_goals(goals)
 
     def _serve_reset(self, reading: ArmReading, blocked: bool) -> None:

@@ -29,6 +29,7 @@ from std_srvs.srv import SetBool, Trigger
 from robot_rl.envs.backend import Command, Reading, StaleReadingError
 from robot_rl.robot_kinds import resolve, robot_kind
 from robot_rl.ros import convert
+from robot_rl.ros.arm_contract import ARM_JOINTS, SO101_JOINTS
 from robot_rl.ros.background_node import call_service
 from robot_rl.ros.config import RosBackendConfig
 from robot_rl.ros.qos import command_qos, sensor_qos
@@ -294,15 +295,21 @@ class RosArmBackend(RosRobotBackend):
     ``gripper/joint_states`` (+ cameras, + twin-only object poses); commands on ``cmd/ee_pose``
     and ``cmd/gripper``."""
 
+    joint_names = ARM_JOINTS
+    """The arm's joints on ``joint_states`` (a reading's ``joint_pos``, in this order)."""
+    force_sensor = True
+    """The arm publishes ``ee_wrench`` (a reading's ``wrench``)."""
+
     def __init__(self, task, config: RosBackendConfig | None = None):
         config = config or RosBackendConfig()
         super().__init__(task, config, "/arm")
         t = self.topic
         # the conversions shared with ROS 2 bags (robot_rl.ros.reading_entries.ARM_TOPICS)
         self._pose = self.subscribe(t("ee_pose"), PoseStamped, pose_entries("tcp"))
-        self.subscribe(t("joint_states"), JointState, arm_joint_entries)
+        self.subscribe(t("joint_states"), JointState, arm_joint_entries(self.joint_names))
         self.subscribe(t("ee_twist"), TwistStamped, twist_entries)
-        self.subscribe(t("ee_wrench"), WrenchStamped, wrench_entries)
+        if self.force_sensor:
+            self.subscribe(t("ee_wrench"), WrenchStamped, wrench_entries)
         self.subscribe(t("gripper/joint_states"), JointState, gripper_entries)
         objects = config.objects if config.objects is not None else _privileged_objects(task)
         for name in objects:
@@ -436,6 +443,14 @@ class RosCarBackend(RosRobotBackend):
             "the ROS backend cannot place the car; call reset_robot() (the twin node's reset "
             "service runs the task's reset procedure)"
         )
+
+
+class RosSo101Backend(RosArmBackend):
+    """The arm contract of an SO-100/SO-101: its five joints, no ``ee_wrench`` (the arm has no
+    force sensor)."""
+
+    joint_names = SO101_JOINTS
+    force_sensor = False
 
 
 def _privileged_objects(task) -> tuple[str, ...]:

@@ -23,9 +23,14 @@ def pose_entries(prefix: str):
     return extract
 
 
-def arm_joint_entries(msg) -> Reading:
-    pos, vel, _ = convert.joint_state_to_arrays(msg, ARM_JOINTS)
-    return {"joint_pos": pos, "joint_vel": vel}
+def arm_joint_entries(names=ARM_JOINTS):
+    """The ``joint_pos`` and ``joint_vel`` of the arm's joints ``names`` from a joint state."""
+
+    def extract(msg) -> Reading:
+        pos, vel, _ = convert.joint_state_to_arrays(msg, names)
+        return {"joint_pos": pos, "joint_vel": vel}
+
+    return extract
 
 
 def gripper_entries(msg) -> Reading:
@@ -48,7 +53,7 @@ def camera_entries(camera: str, size: int):
 
 ARM_TOPICS = {
     "ee_pose": ("geometry_msgs/msg/PoseStamped", pose_entries("tcp")),
-    "joint_states": ("sensor_msgs/msg/JointState", arm_joint_entries),
+    "joint_states": ("sensor_msgs/msg/JointState", arm_joint_entries()),
     "ee_twist": ("geometry_msgs/msg/TwistStamped", twist_entries),
     "ee_wrench": ("geometry_msgs/msg/WrenchStamped", wrench_entries),
     "gripper/joint_states": ("sensor_msgs/msg/JointState", gripper_entries),

@@ -34,7 +34,7 @@ from robot_rl.sim.nodes.twin_driver import TwinDriverNode
 
 
 class ArmTwinNode(TwinDriverNode):
-    robot = "arm"
+    robots = ("arm", "so101")  # the SO-101's twin publishes the same contract
     default_task = "pick_cube"
 
     def __init__(self, **kwargs):
@@ -58,14 +58,18 @@ class ArmTwinNode(TwinDriverNode):
 
     def publish_readings(self, reading: Reading, stamp: float) -> None:
         pubs = self._pubs
+        joints = getattr(self.twin, "joint_names", ARM_JOINTS)
         pubs["joint_states"].publish(
-            joint_state_msg(ARM_JOINTS, reading["joint_pos"], reading["joint_vel"], stamp=stamp)
+            joint_state_msg(joints, reading["joint_pos"], reading["joint_vel"], stamp=stamp)
         )
         pubs["ee_pose"].publish(
             pose_to_msg(reading["tcp_pos"], reading["tcp_quat"], stamp, BASE_FRAME)
         )
         pubs["ee_twist"].publish(array_to_twist_stamped(reading["tcp_vel"], stamp, BASE_FRAME))
-        pubs["ee_wrench"].publish(array_to_wrench_stamped(reading["wrench"], stamp, FLANGE_FRAME))
+        if "wrench" in reading:  # an arm with a force sensor (the SO-101 has none)
+            pubs["ee_wrench"].publish(
+                array_to_wrench_stamped(reading["wrench"], stamp, FLANGE_FRAME)
+            )
         pubs["gripper"].publish(
             joint_state_msg([GRIPPER_JOINT], reading["gripper_pos"], stamp=stamp)
         )

@@ -40,7 +40,7 @@ def _quat_multiply(a, b) -> np.ndarray:
 
 
 class CarTwinNode(TwinDriverNode):
-    robot = "car"
+    robots = ("car",)
     default_task = "car_lap"
 
     def __init__(self, **kwargs):

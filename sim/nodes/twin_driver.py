@@ -41,7 +41,8 @@ def pack_sim_state(time: float, data) -> Float64MultiArray:
 class TwinDriverNode(DeviceNode):
     """Base of the twin driver nodes; see the module docstring."""
 
-    robot = "arm"
+    robots: tuple[str, ...] = ("arm",)
+    """The robot kinds (``Task.robot``) whose tasks this node's twin serves."""
     default_task = "pick_cube"
 
     @classmethod
@@ -93,9 +94,10 @@ class TwinDriverNode(DeviceNode):
         from robot_rl.sim import make_twin_backend
 
         task = make_task(self.params["task"])
-        if task.robot != self.robot:
+        if task.robot not in self.robots:
             raise ValueError(
-                f"task {task.name!r} is for a {task.robot}, this node is a {self.robot} twin"
+                f"task {task.name!r} is for a {task.robot}, this node is a twin of "
+                f"{' or '.join(self.robots)}"
             )
         self.task = task
         # The node steps one sensor period at a time; cameras render in their own processes.
