@@ -15,7 +15,7 @@ import numpy as np
 from robot_rl.envs.backend import Command, Reading
 from robot_rl.ros.arm_contract import BASE_FRAME, TCP_FRAME
 from robot_rl.sim.arm_scenes import ArmScene, scene_of
-from robot_rl.sim.rendering import FrameRenderer, TwinRendering
+from robot_rl.sim.rendering import TwinRendering
 
 HOME_JOINTS = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
 """Franka's usual ready posture (TCP about 0.31 m ahead of the base, pointing down)."""
@@ -94,15 +94,7 @@ class ArmTwin(TwinRendering):
         self.data = mujoco.MjData(model)
         self.control_hz = float(control_hz)
         self._substeps = max(1, round(1.0 / (self.control_hz * model.opt.timestep)))
-        self.camera_names = tuple(model.camera(i).name for i in range(model.ncam))
-        unknown = set(cameras) - set(self.camera_names)
-        if unknown:
-            raise ValueError(f"unknown cameras {sorted(unknown)}; have {self.camera_names}")
-        self.cameras, self.image_size = tuple(cameras), int(image_size)
-        self._renderer = mujoco.Renderer(model, image_size, image_size) if cameras else None
-        self._video = FrameRenderer(model, "front")  # videos from the front camera
-        self._images: dict[str, np.ndarray] = {}
-        self._images_time = -1.0
+        self._open_cameras(cameras, image_size)  # videos from the front camera
 
         self._tcp = model.site("tcp").id
         arm = [model.joint(f"joint{i}") for i in range(1, 8)]
@@ -222,16 +214,6 @@ class ArmTwin(TwinRendering):
         for camera, image in self._render().items():
             reading[f"image/{camera}"] = image.copy()
         return reading
-
-    def _render(self) -> dict[str, np.ndarray]:
-        if self._renderer is None:
-            return {}
-        if self._images_time != self.data.time:
-            for camera in self.cameras:
-                self._renderer.update_scene(self.data, camera=camera)
-                self._images[camera] = self._renderer.render()
-            self._images_time = self.data.time
-        return self._images
 
     def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
         """Teleport the arm by damped least-squares IK from the home posture, then settle."""

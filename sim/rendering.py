@@ -48,7 +48,8 @@ class FrameRenderer:
 class TwinRendering:
     """``render_frame``, ``camera_models`` and ``close`` of a twin that holds its ``model``,
     ``data``, observed ``cameras`` rendered at ``image_size``, a video renderer (``_video``, a
-    ``FrameRenderer``) and its cameras' (``_renderer``, None without cameras)."""
+    ``FrameRenderer``) and its cameras' (``_renderer``, None without cameras); an arm twin makes
+    them with ``_open_cameras`` and reads its images with ``_render``."""
 
     mount_frames: tuple[tuple[str, str, str], ...] = ()
     """The frames a camera's mount is given in: (frame, 'body' or 'site', MuJoCo name)."""
@@ -86,6 +87,32 @@ class TwinRendering:
             mujoco.mju_mulQuat(optical, turned, _FLIP_X)  # y up, -z ahead -> y down, z ahead
             return Mount(frame, tuple(position.tolist()), tuple(optical.tolist()))
         return None
+
+    def _open_cameras(self, cameras: tuple[str, ...], image_size: int, video: str = "front"):
+        """Check ``cameras`` against the model's and make the renderers: the observed cameras'
+        at ``image_size``, and the video's from the camera ``video``."""
+        model = self.model
+        self.camera_names = tuple(model.camera(i).name for i in range(model.ncam))
+        unknown = set(cameras) - set(self.camera_names)
+        if unknown:
+            raise ValueError(f"unknown cameras {sorted(unknown)}; have {self.camera_names}")
+        self.cameras, self.image_size = tuple(cameras), int(image_size)
+        self._renderer = mujoco.Renderer(model, image_size, image_size) if cameras else None
+        self._video = FrameRenderer(model, video)
+        self._images: dict[str, np.ndarray] = {}
+        self._images_time = -1.0
+
+    def _render(self) -> dict[str, np.ndarray]:
+        """Each observed camera's image of the current state (rendered once per simulated
+        time; a scene change at the same time sets ``_images_time`` to -1)."""
+        if self._renderer is None:
+            return {}
+        if self._images_time != self.data.time:
+            for camera in self.cameras:
+                self._renderer.update_scene(self.data, camera=camera)
+                self._images[camera] = self._renderer.render()
+            self._images_time = self.data.time
+        return self._images
 
     def render_frame(self, size: int = 256) -> np.ndarray:
         """A video frame from the twin's video camera (evaluation videos)."""

@@ -19,7 +19,7 @@ from robot_rl.drivers.arms import so101_kinematics as kin
 from robot_rl.envs.arm_geometry import down_quat
 from robot_rl.envs.backend import Command, Reading
 from robot_rl.ros.arm_contract import BASE_FRAME, TCP_FRAME
-from robot_rl.sim.rendering import FrameRenderer, TwinRendering
+from robot_rl.sim.rendering import TwinRendering
 from robot_rl.sim.so101_arm import model_xml
 
 WORKSPACE_LOW = np.array([0.08, -0.22, 0.005])
@@ -90,15 +90,7 @@ class So101Twin(TwinRendering):
         self.model, self.data = model, mujoco.MjData(model)
         self.control_hz = float(control_hz)
         self._substeps = max(1, round(1.0 / (self.control_hz * model.opt.timestep)))
-        self.camera_names = tuple(model.camera(i).name for i in range(model.ncam))
-        unknown = set(cameras) - set(self.camera_names)
-        if unknown:
-            raise ValueError(f"unknown cameras {sorted(unknown)}; have {self.camera_names}")
-        self.cameras, self.image_size = tuple(cameras), int(image_size)
-        self._renderer = mujoco.Renderer(model, image_size, image_size) if cameras else None
-        self._video = FrameRenderer(model, "front")
-        self._images: dict[str, np.ndarray] = {}
-        self._images_time = -1.0
+        self._open_cameras(cameras, image_size)
         self._tcp = model.site("tcp").id
         self._joints = [model.joint(name) for name in kin.JOINTS]
         self._qpos = np.array([j.qposadr[0] for j in self._joints])
@@ -165,16 +157,6 @@ class So101Twin(TwinRendering):
         for camera, image in self._render().items():
             reading[f"image/{camera}"] = image.copy()
         return reading
-
-    def _render(self) -> dict[str, np.ndarray]:
-        if self._renderer is None:
-            return {}
-        if self._images_time != self.data.time:
-            for camera in self.cameras:
-                self._renderer.update_scene(self.data, camera=camera)
-                self._images[camera] = self._renderer.render()
-            self._images_time = self.data.time
-        return self._images
 
     def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
         """Teleport the arm to the IK solution from the home posture, then let it settle."""

@@ -72,6 +72,9 @@ class PickCubeTask(Task):
     lift_height: float = LIFT_HEIGHT
     hold_region: tuple[float, float, float] = HOLD_REGION
     hold_grip: tuple[float, float] = HOLD_GRIP
+    position_scale: float = POSITION_SCALE
+    """State units per metre for positions: every entry moves over about [-1, 1]."""
+    velocity_scale: float = VELOCITY_SCALE
 
     def state_space(self) -> gym.spaces.Box:
         size = 10 if self.privileged_state else 7
@@ -84,12 +87,12 @@ class PickCubeTask(Task):
         # Scaled so that every entry moves over about [-1, 1] within the safety box: networks
         # learn poorly from inputs that vary by centimetres around a constant.
         parts = [
-            (reading["tcp_pos"] - np.asarray(self.reset_pos)) * POSITION_SCALE,
-            reading["tcp_vel"][:3] * VELOCITY_SCALE,
+            (reading["tcp_pos"] - np.asarray(self.reset_pos)) * self.position_scale,
+            reading["tcp_vel"][:3] * self.velocity_scale,
             reading["gripper_pos"],
         ]
         if self.privileged_state:
-            parts.append((reading["object/cube_pos"] - reading["tcp_pos"]) * POSITION_SCALE)
+            parts.append((reading["object/cube_pos"] - reading["tcp_pos"]) * self.position_scale)
         return self.observation(np.concatenate(parts), reading)
 
     def to_command(self, action: np.ndarray, reading: Reading) -> tuple[Command, np.ndarray]:

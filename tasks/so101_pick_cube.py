@@ -2,6 +2,7 @@
 
 The same task as ``pick_cube`` (its observation, action, scoring and reset), with the SO-101's
 reach, cube and jaw: the workspace in front of the arm's base, steps of 1 cm, a lift of 3 cm,
+the state's units scaled to that workspace,
 and "held" as this arm holds (the jaws close along the tool's x, which at heading 0 is the
 world's x; the jaw's reading of a gripped 2.5 cm cube is about 0.3, 1 when closed on nothing).
 """
@@ -35,3 +36,5 @@ class So101PickCubeTask(PickCubeTask):
     lift_height: float = 0.03
     hold_region: tuple[float, float, float] = (0.012, 0.015, 0.015)
     hold_grip: tuple[float, float] = (0.1, 0.85)
+    position_scale: float = 25.0  # 1 unit = 4 cm: the workspace is about 16 cm across
+    velocity_scale: float = 10.0  # 1 unit = 0.1 m/s, its largest commanded speed
