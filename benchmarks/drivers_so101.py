@@ -18,6 +18,7 @@ import numpy as np
 
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
+from robot_rl.drivers.arms.configs import So101Config
 from robot_rl.drivers.arms.feetech_bus import FeetechBus
 from robot_rl.drivers.arms.so101_link import LinkSettings, So101Link
 from robot_rl.runtime.loop_timing import milliseconds
@@ -59,11 +60,10 @@ def inverse_kinematics(samples: int) -> None:
 
 
 def bus_thread(link_path: Path, motors, state_hz: float, seconds: float) -> None:
-    settings = LinkSettings(
-        port=str(link_path), baudrate=1_000_000, state_hz=state_hz, watchdog_timeout=0.5,
-        reconnect_period=0.2, max_step_translation=0.02, max_joint_step=0.1,
-        max_temperature=65.0, gripper_threshold=0.5, gripper_open=0.3, calibration=motors,
-    )  # fmt: skip
+    config = So101Config(
+        port=str(link_path), state_hz=state_hz, reconnect_period=0.2, max_joint_step=0.1
+    )
+    settings = LinkSettings.of(config, motors)
     link = So101Link(settings, lambda reading: None, lambda level, message: None)
     link.connect()
     link.start()

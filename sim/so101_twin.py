@@ -117,8 +117,7 @@ class So101Twin(TwinRendering):
         self.data.ctrl[self._actuators] = self._goal
 
     def _set_gripper(self, closed: float) -> None:
-        jaw = kin.GRIPPER_LIMITS[0] if closed >= 0.5 else kin.GRIPPER_OPEN
-        self.data.ctrl[self._jaw_actuator] = jaw
+        self.data.ctrl[self._jaw_actuator] = kin.jaw_goal(closed)  # as the driver's defaults
 
     def send(self, command: Command) -> None:
         pos = np.asarray(command["tcp_pos"], np.float64).reshape(3)

@@ -7,6 +7,7 @@ The link runs in this process so that the test can put the fault into its thread
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -140,8 +141,6 @@ class _PreemptedOnce:
 
 
 def _reset(link) -> tuple[bool, str]:
-    import threading
-
     done, replies = threading.Event(), []
 
     def finished(ok: bool, message: str) -> None:

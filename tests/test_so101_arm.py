@@ -67,16 +67,16 @@ def test_the_model_and_the_kinematics_agree():
 
 
 def test_the_driver_link_moves_the_simulated_arm_to_a_pose_target(tmp_path):
+    from robot_rl.drivers.arms.configs import So101Config
     from robot_rl.drivers.arms.so101_link import LinkSettings, So101Link
 
     motors = calibration.default()
     peer = FeetechPeer(tmp_path / "so101", [m.id for m in motors.values()],
                        arm=MujocoServoArm(START)).start()  # fmt: skip
-    settings = LinkSettings(
-        port=str(peer.link), baudrate=1_000_000, state_hz=50.0, watchdog_timeout=0.5,
-        reconnect_period=0.2, max_step_translation=0.02, max_joint_step=0.1,
-        max_temperature=65.0, gripper_threshold=0.5, gripper_open=0.3, calibration=motors,
-    )  # fmt: skip
+    config = So101Config(
+        port=str(peer.link), state_hz=50.0, reconnect_period=0.2, max_joint_step=0.1
+    )
+    settings = LinkSettings.of(config, motors)
     link = So101Link(settings, lambda reading: None, lambda level, message: None)
     link.connect()
     link.start()

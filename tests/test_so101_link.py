@@ -13,6 +13,7 @@ pytest.importorskip("scservo_sdk", reason="needs feetech-servo-sdk (robot-rl[har
 
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
+from robot_rl.drivers.arms.configs import So101Config
 from robot_rl.drivers.arms.so101_link import FAULT, FOLLOWING, HOLDING, LinkSettings, So101Link
 from robot_rl.sim.cells.feetech_peer import FeetechPeer
 from robot_rl.sim.cells.processes import wait_for
@@ -29,11 +30,10 @@ def arm(tmp_path):
     for (_name, motor), angle in zip(list(motors.items())[:5], START, strict=True):
         peer.arm.positions[motor.id] = float(motor.to_ticks(angle))
     peer.start()
-    settings = LinkSettings(
-        port=str(peer.link), baudrate=1_000_000, state_hz=50.0, watchdog_timeout=0.5,
-        reconnect_period=0.2, max_step_translation=0.02, max_joint_step=0.1,
-        max_temperature=65.0, gripper_threshold=0.5, gripper_open=0.3, calibration=motors,
-    )  # fmt: skip
+    config = So101Config(
+        port=str(peer.link), state_hz=50.0, reconnect_period=0.2, max_joint_step=0.1
+    )
+    settings = LinkSettings.of(config, motors)
     logs = []
     link = So101Link(settings, lambda reading: None, lambda level, msg: logs.append(msg))
     link.connect()

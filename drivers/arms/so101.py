@@ -50,14 +50,7 @@ class So101Driver(ArmDriverNode):
         if not self._ros_ready:
             self._make_ros_interfaces()
         c = self.config
-        settings = LinkSettings(
-            port=c.port, baudrate=c.baudrate, state_hz=c.state_hz,
-            watchdog_timeout=c.watchdog_timeout, reconnect_period=c.reconnect_period,
-            max_step_translation=c.max_step_translation, max_joint_step=c.max_joint_step,
-            max_temperature=c.max_temperature, gripper_threshold=c.gripper_threshold,
-            gripper_open=c.gripper_open, calibration=self.motors,
-        )  # fmt: skip
-        link = So101Link(settings, self._publish_state, self.log)
+        link = So101Link(LinkSettings.of(c, self.motors), self._publish_state, self.log)
         try:
             link.connect()  # BusError: one line, in the failed transition's log
         except BusError:

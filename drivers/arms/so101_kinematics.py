@@ -58,6 +58,12 @@ about 4 cm between the jaws' pads, enough for a small cube, and the moving jaw, 
 it swings, stays clear of the table."""
 
 
+def jaw_goal(command: float, open_angle: float = GRIPPER_OPEN, threshold: float = 0.5) -> float:
+    """The jaw's angle (rad) for a ``cmd/gripper`` value (0 open .. 1 closed): its closed limit
+    at or above ``threshold``, ``open_angle`` below."""
+    return GRIPPER_LIMITS[0] if command >= threshold else open_angle
+
+
 def closed_fraction(jaw: float, open_angle: float = GRIPPER_OPEN) -> float:
     """The jaw's angle (rad) as the arm contract's gripper position: 0 open (at ``open_angle``,
     where an open command puts it) .. 1 closed (the low limit)."""

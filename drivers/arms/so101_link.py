@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -55,6 +55,13 @@ class LinkSettings:
     gripper_open: float
     """rad: the jaw's goal on an open command (closed: the low limit)."""
     calibration: dict[str, calibration.MotorCalibration]
+
+    @classmethod
+    def of(cls, config, motors: dict[str, calibration.MotorCalibration]) -> LinkSettings:
+        """The settings in ``config`` (an ``So101Config``: its fields of these names) for the
+        arm calibrated as ``motors``."""
+        names = [f.name for f in fields(cls) if f.name != "calibration"]
+        return cls(**{name: getattr(config, name) for name in names}, calibration=motors)
 
 
 @dataclass(frozen=True)
@@ -245,8 +252,9 @@ class So101Link:
         goals = self._joint_goals(reading, target[0], target[1])
         if gripper is not None:
             jaw = self.motors[kin.GRIPPER]
-            closed = gripper >= self.settings.gripper_threshold
-            angle = kin.GRIPPER_LIMITS[0] if closed else self.settings.gripper_open
+            angle = kin.jaw_goal(
+                gripper, self.settings.gripper_open, self.settings.gripper_threshold
+            )
             goals[jaw.id] = jaw.to_ticks(angle)
         self.bus.write_goals(goals)
 
