@@ -113,10 +113,15 @@ def test_car_twin_node_through_the_ros_car_backend():
         assert "collision" not in reading  # the twin's contact flag: evaluation only
         start = reading["pose"].copy()
         drive = {"speed": np.array([1.5]), "steering": np.array([0.0])}
-        for _ in range(15):
+        for _ in range(60):  # about 15 periods when idle; a loaded machine may take longer
             backend.send(drive)
             backend.advance()
-        reading = backend.read()
+            try:
+                reading = backend.read()
+            except StaleReadingError:  # a sensor lagging for a moment under load: drive on
+                continue
+            if np.linalg.norm(reading["pose"][:2] - start[:2]) > 0.3:
+                break
         assert reading["velocity"][0] > 0.5
         assert np.linalg.norm(reading["pose"][:2] - start[:2]) > 0.3
 
