@@ -60,7 +60,9 @@ def test_twist_and_buttons_become_an_operator_command(device):
 
         def heard():
             command = source.poll()
-            return command if command is not None and command.button else None
+            # the two topics match one at a time: wait for both (button and deflection)
+            heard_both = command is not None and command.button and command.action[0] != 0
+            return command if heard_both else None
 
         publish = lambda: device(linear=(0.5, -0.25, 2.0), buttons=(1, 1, 0))
         command = wait_for(heard, every=publish)

@@ -176,6 +176,8 @@ class DeviceNode(LifecycleNode):
 def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
     """Init rclpy with ``args`` (None: sys.argv, so --ros-args work), build the node, start it
     (lifecycle nodes with autostart), spin until shutdown, then stop safely and tear down."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _interrupt_unless_ros_stops)
     rclpy.init(args=args)
     node = None
     try:
@@ -205,6 +207,15 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
             _tear_down(node)
         rclpy.try_shutdown()
     return 0
+
+
+def _interrupt_unless_ros_stops(signum, frame) -> None:
+    """Ctrl-C: rclpy's own handler has already shut the context down (spin ends) and calls
+    this one after it; Python's default would raise KeyboardInterrupt wherever the main thread
+    is, a garbage collector's callback included (a traceback printed, then ignored). Raise only
+    where rclpy did not stop."""
+    if rclpy.ok():
+        raise KeyboardInterrupt
 
 
 def _tear_down(node: Node) -> None:
