@@ -205,9 +205,21 @@ def with_simulated_human(env, seed: int = 0, config: SimulatedHumanConfig | None
 
 # --- An operator who records: varied behaviours, demonstrations, labels ------------------------
 
-CARRY_MIN_HEIGHT = 0.09
-"""Lowest TCP target when carrying a picked cube (m): around pick_cube's success height, so a
-carried cube is seen both above and just below it."""
+CARRY_ABOVE = 0.005
+"""Lowest TCP target when carrying a picked cube, above the task's success height (m, at
+pick_cube's scale: ``_scaled``), so a carried cube is seen both above and just below it."""
+LOW_LIFT_BAND = (-0.035, 0.025)
+"""A stopped lift's TCP height cap, from the task's success height (m, at pick_cube's scale)."""
+
+
+def _scaled(task, offset: float) -> float:
+    """A TCP height ``offset`` from the height at which the task's cube counts as lifted (its
+    centre's), scaled from pick_cube's 6 cm lift to the task's."""
+    lift = float(getattr(task, "lift_height", 0.06))
+    success_height = float(getattr(task, "cube_half", 0.025)) + lift
+    return success_height + offset * lift / 0.06
+
+
 BEHAVIOURS = ("expert", "noisy", "open_gripper", "low_lift", "drop", "random", "wander", "carry")
 """What an operator (or the twin's label recorder) does in one episode: a clean pick held after
 success, a noisy pick, a pick with the gripper left open, a lift stopped below or above the
@@ -243,10 +255,12 @@ class VariedExpert:
         self._rng = rng
         self.expert.reset(rng)
         self.expert.noise = rng.uniform(0.3, 0.8) if behaviour == "noisy" else 0.0
-        # TCP height cap: the cube (grasped at its centre) stops 2.5-8.5 cm above the table,
-        # around the 6 cm success height; a few millimetres either side of it is below what a
-        # 64 px camera resolves, so a narrower band would mostly add unresolvable frames
-        self._cap = rng.uniform(0.05, 0.11) if behaviour == "low_lift" else np.inf
+        # TCP height cap: at pick_cube's scale the cube (grasped at its centre) stops 2.5-8.5 cm
+        # above the table, around the 6 cm success height; a few millimetres either side of it
+        # is below what a 64 px camera resolves, so a narrower band would mostly add
+        # unresolvable frames
+        band = [_scaled(self.task, offset) for offset in LOW_LIFT_BAND]
+        self._cap = rng.uniform(*band) if behaviour == "low_lift" else np.inf
         self._release_after = int(rng.integers(2, 8))
         self._lift_steps = 0
         self._target: np.ndarray | None = None
@@ -262,7 +276,7 @@ class VariedExpert:
             return self._wander(reading, self._grip)
         if self.behaviour == "carry" and (self._target is not None or self.task.success(reading)):
             # picked: take it anywhere in the box's upper part (mostly still a success), closed
-            return self._wander(reading, 1.0, min_height=CARRY_MIN_HEIGHT)
+            return self._wander(reading, 1.0, min_height=_scaled(self.task, CARRY_ABOVE))
         action = np.asarray(self.expert.act(reading), np.float32).copy()
         if self.behaviour == "open_gripper":
             action[3] = -1.0
@@ -294,13 +308,16 @@ class StartWatchConfig:
     """Control periods the arm must rest at its start pose before a new episode counts as
     begun (a person waits for the robot to stop before taking the device)."""
     still_speed: float = 0.01
-    """TCP speed (m/s) under which the arm counts as resting."""
+    """TCP speed (m/s) under which the arm counts as resting: its reading now, or its mean over
+    the last ``settle_periods`` (a position-servo arm that re-reads where it is at each command
+    jitters by a tick or two, fast for an instant but going nowhere: a person sees it rest)."""
     margin: float = 0.015
     """How far outside the reset pose's random offsets (m) the start pose still counts."""
     open_gripper: float = 0.1
     """Gripper readings under this count as open (0 open .. 1 closed)."""
     lifted: float = 0.03
-    """The object's bottom this far above the table counts as lifted (m)."""
+    """The object's bottom this far above the table counts as lifted (m; at most half the
+    task's lift)."""
     min_periods: int = 10
     """Control periods an attempt lasts at least before a new start is looked for."""
 
@@ -326,6 +343,9 @@ class StartWatch:
         self._centre = np.asarray(pose.pos, np.float64)
         self._reach = np.asarray(pose.noise, np.float64) + self.config.margin
         self._half = float(getattr(task, "cube_half", 0.025))
+        self._lifted = min(self.config.lifted, float(getattr(task, "lift_height", 0.06)) / 2.0)
+        self._period = 1.0 / float(getattr(task, "control_hz", 10.0))
+        self._recent: list[np.ndarray] = []
         self._resting = 0
         self.periods = 0
         """Control periods since the current attempt began."""
@@ -335,8 +355,13 @@ class StartWatch:
         c = self.config
         tcp = np.asarray(reading["tcp_pos"], np.float64)
         speed = float(np.linalg.norm(np.asarray(reading["tcp_vel"])[:3]))
+        if len(self._recent) > 1:  # the mean speed over the last periods, if lower
+            mean = np.linalg.norm(self._recent[-1] - self._recent[0]) / (
+                self._period * (len(self._recent) - 1)
+            )
+            speed = min(speed, float(mean))
         lifted = any(
-            float(value[2]) - self._half > c.lifted
+            float(value[2]) - self._half > self._lifted
             for key, value in reading.items()
             if key.startswith("object/") and key.endswith("_pos")
         )
@@ -351,6 +376,8 @@ class StartWatch:
         """One control period; True when a new episode is seen to begin (then the count of the
         attempt's periods starts again)."""
         self.periods += 1
+        self._recent = [*self._recent, np.asarray(reading["tcp_pos"], np.float64)]
+        self._recent = self._recent[-(self.config.settle_periods + 1) :]
         self._resting = self._resting + 1 if self.at_start(reading) else 0
         if self._resting >= self.config.settle_periods and self.periods >= self.config.min_periods:
             self.begin()

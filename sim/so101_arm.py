@@ -111,6 +111,10 @@ def model_xml(scene: str = "", tool: str = "") -> str:
     return (
         '<mujoco model="so101"><compiler angle="radian" eulerseq="XYZ"/>'
         '<option timestep="0.002" cone="elliptic" impratio="10"/>'
+        # small images on a CPU renderer (llvmpipe): MuJoCo's default 4096 px shadow map and
+        # multisampling made a 64 px frame cost about 65 ms there
+        '<visual><quality shadowsize="0" offsamples="0"/>'
+        '<global offwidth="256" offheight="256"/></visual>'
         '<default><joint axis="0 0 1" damping="0.3" armature="0.01" limited="true"/>'
         '<geom contype="0" conaffinity="0" rgba="1 0.82 0.12 1"/></default>'
         f'<worldbody><light pos="0 0 2"/>{scene}'
@@ -121,10 +125,13 @@ def model_xml(scene: str = "", tool: str = "") -> str:
 
 
 class MujocoServoArm:
-    """``ServoArm`` for ``FeetechPeer``: servo ``motor.id`` drives the joint of that motor."""
+    """``ServoArm`` for ``FeetechPeer``: servo ``motor.id`` drives the joint of that motor of
+    ``model`` (default: the arm alone; the SO-101 cell's world passes its own, with a table, a
+    cube and cameras). ``lock`` guards ``data``; whoever reads or changes the world takes it and
+    calls ``advance`` first, so everyone sees the physics at the wall clock."""
 
-    def __init__(self, start: dict[str, float] | None = None):
-        self.model = mujoco.MjModel.from_xml_string(model_xml())
+    def __init__(self, start: dict[str, float] | None = None, model: mujoco.MjModel | None = None):
+        self.model = model if model is not None else mujoco.MjModel.from_xml_string(model_xml())
         self.data = mujoco.MjData(self.model)
         self.motors = calibration.default()
         self._names = {m.id: name for name, m in self.motors.items()}
@@ -134,21 +141,31 @@ class MujocoServoArm:
             self.data.joint(name).qpos[0] = angle
             self.data.actuator(name).ctrl[0] = angle
         mujoco.mj_forward(self.model, self.data)
-        self._lock = threading.Lock()
-        self._last = time.monotonic()
+        self.lock = threading.Lock()
+        self.started = self._last = time.monotonic()
 
-    def _advance(self) -> None:
-        now = time.monotonic()
-        steps = int(min(now - self._last, MAX_CATCH_UP) / self.model.opt.timestep)
+    def advance(self) -> None:
+        """Step the physics up to now (at most ``MAX_CATCH_UP``: a late call loses time), under
+        ``lock``."""
+        now, timestep = time.monotonic(), self.model.opt.timestep
+        if now - self._last > MAX_CATCH_UP:  # a late call: the physics loses the time beyond
+            self._last = now - MAX_CATCH_UP
+        steps = int((now - self._last) / timestep)
         if steps:
             mujoco.mj_step(self.model, self.data, nstep=steps)
-            self._last = now
+            self._last += steps * timestep  # the remainder carries over to the next call
+
+    @property
+    def realtime_factor(self) -> float:
+        """Simulated seconds per wall second since start (1: the physics keeps up)."""
+        elapsed = time.monotonic() - self.started
+        return float(self.data.time) / elapsed if elapsed > 0 else 0.0
 
     def command(self, servo: int, goal: int, torque: bool) -> None:
         name = self._names[servo]
         index = self.model.actuator(name).id
-        with self._lock:
-            self._advance()
+        with self.lock:
+            self.advance()
             self.data.ctrl[index] = self.motors[name].to_radians(goal)
             on = 1.0 if torque else 0.0
             self.model.actuator_gainprm[index, 0] = self._gain[index] * on
@@ -157,8 +174,8 @@ class MujocoServoArm:
     def state(self, servo: int) -> tuple[int, int, int]:
         name = self._names[servo]
         motor = self.motors[name]
-        with self._lock:
-            self._advance()
+        with self.lock:
+            self.advance()
             angle = float(self.data.joint(name).qpos[0])
             speed = float(self.data.joint(name).qvel[0])
             force = float(self.data.actuator(name).force[0])

@@ -39,6 +39,14 @@ HOLDING, FOLLOWING, RESETTING, ESTOP, FAULT, DISCONNECTED = (
 )  # fmt: skip
 RESET_TOLERANCE = 0.03
 """rad: every joint this near its reset angle ends the reset."""
+SAG_RATE = 0.3
+"""Per bus cycle, the share of the newest gap between a resting joint's goal and where it rests
+by which the sag estimate moves."""
+MAX_SAG = 0.04
+"""rad: the most a goal is raised for sag (about 1.6 Nm of an STS3215's 2.9 Nm at the cell's
+stiffness): pressed against the table, the arm does not push harder than that."""
+STILL = 0.2
+"""rad/s: every joint slower than this counts as resting (its gap is sag, not lag)."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +72,16 @@ class LinkSettings:
         return cls(**{name: getattr(config, name) for name in names}, calibration=motors)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Reset:
     joints: np.ndarray
     speed: float
     deadline: float
     finished: Callable[[bool, str], None]
+    ramp: np.ndarray | None = None
+    """The joints' goals on their way at ``speed``, from where the arm was when it began: a ramp
+    of goals, not a step from each reading (a servo that sags under the arm's weight by more
+    than one step would never rise)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,12 @@ class So101Link:
         """clear_error calls: a reading begun before one does not raise the fault again."""
         self.unreachable = 0
         """Targets the inverse kinematics ended more than 5 mm from (the arm went as near)."""
+        self.sag = np.zeros(5)
+        """rad per joint: how far below its goal a position servo rests under the arm's weight
+        (its proportional loop needs an error to hold a load). Pose targets come relative to
+        the measured TCP (the task's step from where the arm is), so an uncompensated goal
+        would be where the arm already sagged to: the arm would creep down a sag per command."""
+        self._goals: np.ndarray | None = None
         self.loop = SupervisedLoop("so101-link", self._step, stop=self._hold_after_fault,
                                    restart=self._reopen, report=self._report, log=log,
                                    restart_delay=settings.reconnect_period)  # fmt: skip
@@ -270,7 +288,8 @@ class So101Link:
         else:
             self.mode = RESETTING
             step = request.speed / self.settings.state_hz
-            q = reading.joints + np.clip(request.joints - reading.joints, -step, step)
+            ramp = reading.joints if request.ramp is None else request.ramp
+            request.ramp = q = ramp + np.clip(request.joints - ramp, -step, step)
             motors = list(self.motors.values())[:5]
             self.bus.write_goals({m.id: m.to_ticks(a) for m, a in zip(motors, q, strict=True)})
             return
@@ -291,13 +310,26 @@ class So101Link:
             self.unreachable += 1
         step = np.clip(solution.q - reading.joints, -self.settings.max_joint_step,
                        self.settings.max_joint_step)  # fmt: skip
-        q = reading.joints + step
+        self._estimate_sag(reading)
+        q = reading.joints + step + self.sag
+        self._goals = q
         return {m.id: m.to_ticks(a) for m, a in zip(list(self.motors.values())[:5], q, strict=True)}
+
+    def _estimate_sag(self, reading: ArmReading) -> None:
+        """Move the sag estimate towards the gap between the last goals and the joints, while
+        every joint rests (moving, the gap is the servos' lag)."""
+        if self._goals is None or np.max(np.abs(reading.velocities)) > STILL:
+            return
+        gap = self._goals - reading.joints
+        self.sag = np.clip(self.sag + SAG_RATE * (gap - self.sag), -MAX_SAG, MAX_SAG)
 
     def _hold_here(self, torque: bool = False) -> None:
         """Goal = where each servo is (a position servo then stays); torque on if asked."""
         feedback = self.bus.feedback()
         self.bus.write_goals({servo: f.position for servo, f in feedback.items()})
+        joints = list(self.motors.values())[:5]
+        if all(m.id in feedback for m in joints):  # the goals the sag estimate compares with
+            self._goals = np.array([m.to_radians(feedback[m.id].position) for m in joints])
         if torque:
             self.bus.set_torque(True)
 

@@ -45,11 +45,13 @@ from robot_rl.sim.cells.teleop_publish import publish_teleop
 from robot_rl.sim.cells.topics import CUBE_TOPIC, RESET_OBJECTS
 
 LIFTED = 0.03
-"""The cube's bottom this far above the table counts as picked up (m)."""
+"""The cube's bottom this far above the table counts as picked up (m; at most half the task's
+lift)."""
 RESTING = 0.005
 """...and back within this of the table as put down again (m)."""
 HAND_CLEAR = 0.1
-"""The TCP above this height leaves room to put the cube back (m)."""
+"""The TCP above this height leaves room to put the cube back (m; at most 2 cm below the task's
+clearance height)."""
 TIDY_PERIOD = 2.0
 """Seconds between two tidy-ups at most (the world places the cube at its next step)."""
 
@@ -64,12 +66,13 @@ def _gripper(msg: JointState) -> np.ndarray:
 
 class CellHumanNode(Node):
     config_class = CellHumanConfig
+    hardware = "fr3-sim-cell/operator"
+    """The diagnostics' hardware id."""
 
     def __init__(self, **kwargs):
         super().__init__("simulated_human", **kwargs)
-        self.config = c = declare_config(self, CellHumanConfig)
+        self.config = c = declare_config(self, self.config_class)
         from robot_rl.envs.task import make_task
-        from robot_rl.sim.experts import make_expert
         from robot_rl.sim.simulated_human import (
             DemonstratorConfig,
             SimulatedHuman,
@@ -87,10 +90,12 @@ class CellHumanNode(Node):
                 decay_steps=c.decay_steps or None,
             )
             self.rng = np.random.default_rng(c.seed)
-            self.human = SimulatedHuman(self.task, make_expert(self.task), config, rng=self.rng)
+            self.human = SimulatedHuman(self.task, self._expert(), config, rng=self.rng)
             self.demonstrator_config = DemonstratorConfig(fail_share=c.fail_share)
         except ValueError as error:
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+        self.lifted = min(LIFTED, self.task.lift_height / 2.0)
+        self.hand_clear = min(HAND_CLEAR, self.task.clearance_height - 0.02)
         self.success_press = SuccessPress(c.success_press_s)
         self._held_until = {SUCCESS_BUTTON: -np.inf, REJECT_BUTTON: -np.inf}
         self._success_held = False
@@ -130,7 +135,7 @@ class CellHumanNode(Node):
     def _on_set_parameters(self, parameters) -> SetParametersResult:
         """``mode`` may change while the node runs (a person deciding what to do next); the
         other parameters of the operator take effect at start only."""
-        fields = {f for f in CellHumanConfig.__dataclass_fields__ if f != "mode"}
+        fields = {f for f in self.config_class.__dataclass_fields__ if f != "mode"}
         for parameter in parameters:
             if parameter.name in fields:
                 return SetParametersResult(
@@ -151,17 +156,27 @@ class CellHumanNode(Node):
         from robot_rl.sim.simulated_human import Demonstrator, Labeller
 
         self.demonstrator = (
-            Demonstrator(self.task, self.rng, self.demonstrator_config)
+            Demonstrator(self.task, self.rng, self.demonstrator_config, expert=self._expert())
             if mode == "demonstrate"
             else None
         )
-        self.labeller = Labeller(self.task, self.rng) if mode == "label" else None
+        self.labeller = (
+            Labeller(self.task, self.rng, expert=self._expert()) if mode == "label" else None
+        )
         self.human.reset()
         self._action = None
         self._success_held = False
         if mode != self.mode:
             self.get_logger().info(f"mode: {mode}")
         self.mode = mode
+
+    def _expert(self):
+        """The task's scripted expert with this operator's hand (``expert_gain``)."""
+        from robot_rl.sim.experts import make_expert
+
+        expert = make_expert(self.task)
+        expert.gain = self.config.expert_gain
+        return expert
 
     def _keep(self, key: str, extract):
         def keep(msg) -> None:
@@ -196,7 +211,7 @@ class CellHumanNode(Node):
             self._correct(reading)
         if self._action is None and self.config.tidy:
             self._tidy(reading)
-        if self._place_pending and float(reading["tcp_pos"][2]) > HAND_CLEAR:
+        if self._place_pending and float(reading["tcp_pos"][2]) > self.hand_clear:
             self._place_pending = not self._place_cube()
             self.placements += not self._place_pending
 
@@ -245,20 +260,17 @@ class CellHumanNode(Node):
         action, success = self.labeller.decide(reading)
         self._action = None if action is None else np.asarray(action, np.float64)
         self._success_held = success
-        self._lifted = self._lifted or self._cube_height(reading) > LIFTED
+        self._lifted = self._lifted or self._cube_height(reading) > self.lifted
         if self.labeller.episodes != episodes and self.config.tidy:
             self._tidy(reading)  # between two episodes: put the cube back if it needs it
 
-    @staticmethod
-    def _cube_height(reading: dict) -> float:
-        from robot_rl.sim.arm_scenes import CUBE_HALF
-
-        return float(reading["object/cube_pos"][2]) - CUBE_HALF
+    def _cube_height(self, reading: dict) -> float:
+        return float(reading["object/cube_pos"][2]) - self.task.cube_half
 
     def _tidy(self, reading: dict) -> None:
         cube, tcp = reading["object/cube_pos"], reading["tcp_pos"]
         height = self._cube_height(reading)
-        self._lifted = self._lifted or height > LIFTED
+        self._lifted = self._lifted or height > self.lifted
         task = self.task
         out_of_reach = bool(
             height < -0.01
@@ -266,7 +278,7 @@ class CellHumanNode(Node):
             or np.any(cube[:2] > np.asarray(task.safety_high[:2]))
         )
         put_down = self._lifted and abs(height) < RESTING
-        hand_clear = float(tcp[2]) > HAND_CLEAR
+        hand_clear = float(tcp[2]) > self.hand_clear
         now = time.monotonic()
         if (out_of_reach or put_down) and hand_clear and now - self._last_tidy > TIDY_PERIOD:
             if not self._place_cube():
@@ -357,9 +369,7 @@ class CellHumanNode(Node):
         if self.labeller is not None:
             values["label_episodes"] = str(self.labeller.episodes)
         self._diag_pub.publish(
-            convert.diagnostic_array(
-                self, level, message, "fr3-sim-cell/operator", values, time.time()
-            )
+            convert.diagnostic_array(self, level, message, self.hardware, values, time.time())
         )
 
 

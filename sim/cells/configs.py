@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from robot_rl.drivers.config import length, one_of, param, positive, register_device
 
 FR3_CELL, CAR_CELL = "robot-rl-fr3-sim-cell", "robot-rl-car-sim-cell"
+SO101_CELL = "robot-rl-so101-sim-cell"
 PARTS = ("world", "camera", "human")
 """A cell's parts, each a process of its own (the ``part`` parameter)."""
 FR3_OPERATOR_MODES = ("correct", "demonstrate", "label")
@@ -154,6 +155,77 @@ class CellHumanConfig:
         one_of(*FR3_OPERATOR_MODES),
     )
     fail_share: float = param(0.15, "demonstrate: share of attempts it botches and rejects", _share)
+    expert_gain: float = param(
+        0.8,
+        "share of the remaining distance to its goal it asks for per control period: a person "
+        "who sees the arm late (cameras, network, the arm's own lag) asks for less, or "
+        "overshoots and oscillates",
+        (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"),
+    )
+
+
+@register_device(
+    "so101_sim_cell",
+    kind="arm",
+    executable=SO101_CELL,
+    node="robot_rl.sim.cells.so101_cell:So101WorldNode",
+    summary="simulated SO-101 cell's world: the twin's arm behind a Feetech servo bus on a pty",
+    lifecycle=False,
+)
+@dataclass(frozen=True)
+class So101WorldConfig:
+    part: str = _part("world")
+    port: str = param(
+        "/tmp/robot_rl_so101_sim/bus",
+        "where the servo bus adapter's pty appears (a symlink): the SO-101 node's port",
+    )
+    task: str = param("so101_pick_cube", "task whose scene the cell holds")
+    seed: int = param(0, "seed of the cube's placements")
+    state_rate: float = param(30.0, "rate of the ground truth and state topics (wall Hz)", positive)
+    linger: float = param(
+        5.0,
+        "on stop, keep the servos answering until the SO-101 node has been quiet for 0.5 s, "
+        "at most this many seconds (servos stay powered while their driver stops)",
+        positive,
+    )
+    manage: str = param(
+        "",
+        "lifecycle nodes (comma-separated, e.g. /arm/so101_driver, started with autostart "
+        "false) to configure and activate once the bus is there",
+    )
+
+
+@register_device(
+    "so101_sim_camera",
+    kind="camera",
+    executable=SO101_CELL,
+    node="robot_rl.sim.cells.so101_cell:So101CameraNode",
+    summary="a camera of the simulated SO-101 cell",
+    lifecycle=False,
+)
+@dataclass(frozen=True)
+class So101CameraConfig(CellCameraConfig):
+    task: str = param("so101_pick_cube", "task whose scene the cell holds")
+
+
+@register_device(
+    "so101_sim_human",
+    kind="teleop",
+    executable=SO101_CELL,
+    node="robot_rl.sim.cells.so101_cell:So101HumanNode",
+    summary="the simulated SO-101 cell's operator, on the gamepad's topics",
+    lifecycle=False,
+)
+@dataclass(frozen=True)
+class So101HumanConfig(CellHumanConfig):
+    task: str = param("so101_pick_cube", "task the operator knows how to do")
+    expert_gain: float = param(
+        0.4,
+        "share of the remaining distance to its goal it asks for per control period (the "
+        "SO-101's 1 cm steps and 2.5 cm cube: at 0.8 it overshot and oscillated around the cube "
+        "in the cell, its view two to three control periods late)",
+        (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"),
+    )
 
 
 @register_device(

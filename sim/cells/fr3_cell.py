@@ -15,82 +15,32 @@ read by evaluation and the operator, never the actor; status to ``/diagnostics``
 from __future__ import annotations
 
 import sys
-import time
 
-from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PoseStamped
-from rclpy.node import Node
-from std_msgs.msg import Bool, Float64MultiArray
-from std_srvs.srv import Trigger
-
-from robot_rl.ros.convert import diagnostic_array, pose_to_msg
-from robot_rl.ros.node_base import ParameterError, declare_config, node_help, run_node
+from robot_rl.ros.node_base import node_help, run_node
 from robot_rl.ros.node_help import help_asked
-from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, sensor_qos, state_qos
-from robot_rl.sim.cells.cell_process import bringup, chosen_part, physics_status
+from robot_rl.sim.cells.cell_process import chosen_part
 from robot_rl.sim.cells.configs import PARTS, CellWorldConfig
-from robot_rl.sim.cells.topics import CUBE_TOPIC, FR3_STATE_TOPIC, RESET_OBJECTS, SUCCESS_TOPIC
+from robot_rl.sim.cells.world_node import ArmWorldNode
 
 
-class CellWorldNode(Node):
+class CellWorldNode(ArmWorldNode):
+    node_name = "fr3_cell"
     config_class = CellWorldConfig
 
-    def __init__(self, **kwargs):
-        super().__init__("fr3_cell", **kwargs)
-        self.config = c = declare_config(self, CellWorldConfig)
+    def open_world(self, c: CellWorldConfig):
         from robot_rl.sim.cells.cell_world import CellWorld
 
-        try:
-            self.world = CellWorld(c.host, c.task, c.seed, c.realtime)
-        except ValueError as error:
-            raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
-        self.world.start()  # raises OSError in one line if the address is taken
+        world = CellWorld(c.host, c.task, c.seed, c.realtime)
+        world.start()  # raises OSError in one line if the address is taken
         self.get_logger().info(f"franky-sim serves the FR3 of the {c.task} cell on {c.host}")
-        self._state_pub = self.create_publisher(Float64MultiArray, FR3_STATE_TOPIC, state_qos())
-        self._cube_pub = self.create_publisher(PoseStamped, CUBE_TOPIC, sensor_qos())
-        self._success_pub = self.create_publisher(Bool, SUCCESS_TOPIC, sensor_qos())
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_DEPTH)
-        self.create_service(Trigger, RESET_OBJECTS, self._on_reset_objects)
-        self.create_timer(1.0 / c.state_rate, self._publish_state)
-        self.create_timer(1.0, self._publish_diagnostics)
-        self._last_steps = -1
-        self.bringup = bringup(self, c.manage)
+        return world
 
-    def _publish_state(self) -> None:
-        if not self.world.alive or self.world.steps == self._last_steps:
-            return  # the physics stands still: nothing new to say
-        self._last_steps = self.world.steps
-        truth = self.world.read_now()
-        self._state_pub.publish(Float64MultiArray(data=[truth.stamp, *truth.qpos.tolist()]))
-        self._cube_pub.publish(pose_to_msg(truth.cube_pos, truth.cube_quat, truth.stamp, "base"))
-        self._success_pub.publish(Bool(data=truth.success))
+    def hardware(self) -> str:
+        return f"franky-sim/{self.world.host}"
 
-    def _on_reset_objects(self, request, response):
-        pos = self.world.reset_objects()
-        response.success = True
-        response.message = f"cube placed at {pos.round(3).tolist()}"
-        return response
-
-    def _publish_diagnostics(self) -> None:
-        world = self.world
-        factor = world.realtime_factor
-        level, message = physics_status(world, factor)
-        truth = world.truth()
-        values = {
-            "host": world.host,
-            "steps": str(world.steps),
-            "realtime_factor": f"{factor:.3f}",
-            "placements": str(world.placements),
-            "sim_time": f"{truth.sim_time:.3f}" if truth else "",
-        }
-        self._diag_pub.publish(
-            diagnostic_array(self, level, message, f"franky-sim/{world.host}", values, time.time())
-        )
-
-    def destroy_node(self) -> None:
-        self.world.linger(self.config.linger)
-        self.world.close()
-        super().destroy_node()
+    def diagnostic_values(self) -> dict[str, str]:
+        truth = self.world.truth()
+        return {"host": self.world.host, "sim_time": f"{truth.sim_time:.3f}" if truth else ""}
 
 
 def main(args: list[str] | None = None) -> None:

@@ -80,6 +80,8 @@ class PtyPeer:
         self._port = PtyLink(link)
         self._thread: threading.Thread | None = None
         self._running = False
+        self.last_heard = -float("inf")
+        """When the node last wrote to the port (monotonic)."""
 
     def start(self):
         self.plug()
@@ -87,6 +89,11 @@ class PtyPeer:
         self._thread = threading.Thread(target=self._serve, name=self.thread_name, daemon=True)
         self._thread.start()
         return self
+
+    @property
+    def serving(self) -> bool:
+        """The serving thread runs (plugged or not)."""
+        return self._thread is not None and self._thread.is_alive()
 
     def plug(self) -> str:
         """A new pty, and the link pointing at it; returns the pty's device path."""
@@ -111,6 +118,8 @@ class PtyPeer:
             if data is None:  # unplugged
                 time.sleep(0.01)
                 continue
+            if data:
+                self.last_heard = time.monotonic()
             self._received(data)
 
     def _plugged(self) -> None:
