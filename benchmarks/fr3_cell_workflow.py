@@ -1,5 +1,6 @@
-"""The HIL-SERL robot workflow in the simulated FR3 cell, command by command as a robot owner
-types them (README, "The robot workflow"), timed stage by stage. JSON lines.
+"""The HIL-SERL robot workflow in a simulated arm cell (the FR3's, or with ``--cell so101`` the
+SO-101's), command by command as a robot owner types them (README, "The robot workflow"), timed
+stage by stage. JSON lines.
 
 1. ``robot-rl up robot --hardware H --drivers-only``: the cell's drivers alone (kept up for
    stages 2 and 3, as a person keeps the robot on between recordings);
@@ -21,7 +22,7 @@ Every stage prints one JSON line (its command, wall seconds, figures read from i
 artefacts); the last line sums up. ``--quick`` is CI's version: a few demos, a few label
 episodes, a few hundred steps, a few evaluation episodes.
 
-    python benchmarks/fr3_cell_workflow.py --seed 0 [--quick] [--minutes 30] [--out DIR]
+    python benchmarks/fr3_cell_workflow.py --seed 0 [--cell so101] [--quick] [--minutes 30]
 """
 
 from __future__ import annotations
@@ -43,10 +44,20 @@ FULL = {"demos": 20, "label_episodes": 30, "steps": 100_000, "eval_episodes": 50
 QUICK = {"demos": 2, "label_episodes": 4, "steps": 300, "eval_episodes": 2}
 
 
-def cell_file(folder: Path, host: str) -> Path:
-    """hardware/fr3_sim.yaml on an address of this run's own (two cells may share a machine)."""
-    path = folder / "fr3_sim.yaml"
-    path.write_text((ROOT / "hardware" / "fr3_sim.yaml").read_text().replace("127.13.0.1", host))
+CELLS = {
+    "fr3": ("fr3_sim.yaml", "pick_cube", "127.13.0.1"),
+    "so101": ("so101_sim.yaml", "so101_pick_cube", "/tmp/robot_rl_so101_sim/bus"),
+}
+"""Per cell: its hardware file, its task, and the address its world serves the robot on."""
+
+
+def cell_file(folder: Path, cell: str) -> Path:
+    """The cell's hardware file on an address of this run's own (two cells may share a
+    machine): a loopback host of its own for franky-sim, a port in ``folder`` for the bus."""
+    name, _, address = CELLS[cell]
+    own = f"127.13.{os.getpid() % 250 + 1}.1" if cell == "fr3" else str(folder / "bus")
+    path = folder / name
+    path.write_text((ROOT / "hardware" / name).read_text().replace(address, own))
     return path
 
 
@@ -193,6 +204,7 @@ def _figure(pattern: str, text: str, cast=float):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cell", choices=sorted(CELLS), default="fr3", help="which arm's cell")
     parser.add_argument("--quick", action="store_true", help="CI's short version")
     parser.add_argument(
         "--minutes", type=float, default=None, help="RL budget in cell time (full run: 30)"
@@ -207,7 +219,7 @@ def main() -> None:
         default=None,
         help="up robot's --intervention-penalty (default: up's)",
     )
-    parser.add_argument("--out", default=None, help="run folder (default runs/fr3-cell-<time>)")
+    parser.add_argument("--out", default=None, help="run folder (default runs/CELL-cell-<time>)")
     parser.add_argument(
         "--reuse",
         default=None,
@@ -221,10 +233,12 @@ def main() -> None:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 101))
     os.environ.setdefault("MUJOCO_GL", "egl")
-    out = Path(args.out or f"runs/fr3-cell-{time.strftime('%Y%m%d-%H%M%S')}").absolute()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"runs/{args.cell}-cell-{stamp}").absolute()
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    hardware = cell_file(out, f"127.13.{os.getpid() % 250 + 1}.1")
+    hardware = cell_file(out, args.cell)
+    task = CELLS[args.cell][1]
     seed, cameras, size = str(args.seed), ["front", "wrist"], "32"
     records: list[dict] = []
 
@@ -251,7 +265,7 @@ def main() -> None:
                     str(hardware),
                     "--no-start-drivers",
                     "--task",
-                    "pick_cube",
+                    task,
                     "--cameras",
                     *cameras,
                     "--image-size",
@@ -278,7 +292,7 @@ def main() -> None:
                     str(hardware),
                     "--no-start-drivers",
                     "--task",
-                    "pick_cube",
+                    task,
                     "--camera",
                     "front",
                     "--image-size",
@@ -338,7 +352,7 @@ def main() -> None:
             "--hardware",
             str(hardware),
             "--task",
-            "pick_cube",
+            task,
             "--cameras",
             *cameras,
             "--image-size",
@@ -403,6 +417,7 @@ def main() -> None:
     emit(
         {
             "stage": "workflow",
+            "cell": args.cell,
             "seed": args.seed,
             "quick": args.quick,
             "wall_seconds": round(time.monotonic() - started, 1),

@@ -18,6 +18,7 @@ CAR_OPERATOR_MODES = ("drive", "demonstrate", "watch")
 """What a cell's operator is doing (its ``mode`` parameter): its node's module docstring."""
 
 _share = (lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]")
+_gain = (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]")
 _at_least_one = (lambda v: v >= 1, "must be >= 1")
 _not_negative = (lambda v: v >= 0.0, "must be >= 0")
 _size = (lambda v: 8 <= v <= 1024, "must be an integer in [8, 1024]")
@@ -160,7 +161,7 @@ class CellHumanConfig:
         "share of the remaining distance to its goal it asks for per control period: a person "
         "who sees the arm late (cameras, network, the arm's own lag) asks for less, or "
         "overshoots and oscillates",
-        (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"),
+        _gain,
     )
 
 
@@ -224,7 +225,7 @@ class So101HumanConfig(CellHumanConfig):
         "share of the remaining distance to its goal it asks for per control period (the "
         "SO-101's 1 cm steps and 2.5 cm cube: at 0.8 it overshot and oscillated around the cube "
         "in the cell, its view two to three control periods late)",
-        (lambda v: 0.0 < v <= 1.0, "must lie in (0, 1]"),
+        _gain,
     )
 
 
