@@ -40,8 +40,9 @@ FOLDERS = {
     "(`benchmarks/distributed_equivalence.py`), pick_cube, 50-episode evaluations.",
     "fr3_cell": "One `robot-rl up robot --hardware hardware/fr3_sim.yaml` run in the simulated "
     "FR3 cell (no script; the command is recorded in the file): success by episode window.",
-    "fr3_cell_workflow": "The HIL-SERL robot workflow in the simulated FR3 cell "
-    "(`benchmarks/fr3_cell_workflow.py`), stage by stage; one file per run.",
+    "fr3_cell_workflow": "The HIL-SERL robot workflow in the simulated FR3 cell, or the SO-101 "
+    "cell for files named `so101_*` (`benchmarks/fr3_cell_workflow.py [--cell so101]`), stage by "
+    "stage; one file per run.",
     "gym_hil": "gym_hil's PandaPickCubeBase-v0 through `robot-rl train --backend gym` "
     "(`benchmarks/gym_hil.py`): state, and images (`--env-kwargs image_obs=True --cameras front "
     "wrist`), with 20 demos from the scripted picker (`--expert`); `*_no_demos_*`: without "
