@@ -41,6 +41,7 @@ from robot_rl.ros.reading_entries import (
     twist_entries,
     wrench_entries,
 )
+from robot_rl.ros.settle import SETTLED, STALLED, SettleWatch
 from robot_rl.ros.sync import TopicHistory, synchronise
 
 FRAME_WINDOW = 0.1
@@ -352,18 +353,23 @@ class RosArmBackend(RosRobotBackend):
         start = self.now()
         target = np.asarray(tcp_pos, np.float64)
         command = {"tcp_pos": target, "tcp_quat": np.asarray(tcp_quat), "gripper": [gripper]}
-        deadline = time.monotonic() + self.config.ready_timeout
-        while time.monotonic() < deadline:
+        config = self.config
+        watch = SettleWatch(target, config.settle_tolerance, config.settle_stall)
+        deadline = time.monotonic() + config.ready_timeout
+        over, seen = None, start
+        while over is None and time.monotonic() < deadline:
             self._publish(command)
             self.advance()
             entries = self._pose.snapshot()
-            if entries and entries[-1][0] > start:
-                error = np.linalg.norm(entries[-1][1]["tcp_pos"] - target)
-                if error < self.config.settle_tolerance:
-                    break
-        else:
+            if entries and entries[-1][0] > seen:  # a new reading, timed by its stamp
+                seen = entries[-1][0]
+                over = watch.update(entries[-1][1]["tcp_pos"], seen)
+        if over != SETTLED:
+            late = f"was still off after {config.ready_timeout} s,"
+            why = "stood still" if over == STALLED else late
             self.node.get_logger().warning(
-                f"move_to: TCP did not settle within {self.config.settle_tolerance} m of {target}"
+                f"move_to: the TCP {why} {watch.error:.3f} m from {target} "
+                f"(tolerance {config.settle_tolerance} m); the reset goes on from there"
             )
         self.wait_until_ready()  # the episode starts only once every sensor is fresh
 

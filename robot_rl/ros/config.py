@@ -34,6 +34,10 @@ class RosBackendConfig:
     privileged state needs)."""
     settle_tolerance: float = 0.005
     """move_to is done when the TCP is this close to the target (m)."""
+    settle_stall: float = 1.5
+    """Seconds (by the pose readings' stamps) the TCP may stand still, moving no more than
+    ``settle_tolerance``, short of a move_to's target before the move counts as over: the
+    target is out of reach (``ready_timeout`` still bounds a move that keeps creeping)."""
     wheelbase: float = 0.26
     """The car's wheelbase (m): steering <-> yaw rate in ``cmd_vel``."""
     frame_paced: bool = True
@@ -50,6 +54,7 @@ class RosBackendConfig:
             "service_timeout",
             "ready_timeout",
             "settle_tolerance",
+            "settle_stall",
             "wheelbase",
         ):
             if not getattr(self, name) > 0:
