@@ -227,6 +227,13 @@ class So101HumanConfig(CellHumanConfig):
         "in the cell, its view two to three control periods late)",
         _gain,
     )
+    takeover_steps: int = param(
+        40,
+        "control periods of one correction (an SO-101 pick at its 1 cm steps takes 14-34: a "
+        "person who steps in finishes the pick)",
+        _at_least_one,
+    )
+    episode_share: float = param(0.5, "most corrected periods per max_episode_steps", _share)
 
 
 @register_device(
