@@ -11,7 +11,7 @@ from process_helpers import Processes, node_command
 
 pytest.importorskip("mujoco")
 
-from robot_rl.drivers.arms.franka_safety import quat_angle
+from robot_rl.drivers.arms.arm_safety import quat_angle
 from robot_rl.envs.arm_geometry import down_quat
 from robot_rl.envs.task import make_task
 from robot_rl.sim import make_expert, make_twin_env

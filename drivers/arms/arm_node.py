@@ -4,7 +4,7 @@ side, so the Franka node and the SO-101 node differ only in their link to the de
 Publishers ``joint_states``, ``ee_pose`` and ``gripper/joint_states`` (sensor-data QoS; a
 driver adds its own, e.g. ``ee_twist``) and ``/diagnostics``; subscriptions ``cmd/ee_pose`` and
 ``cmd/gripper`` (reliable, depth 1), each command checked before it goes to the link (stamp,
-finite, frame, quaternion: ``franka_safety``), refused while not active, e-stopped or in a fault,
+finite, frame, quaternion: ``arm_safety``), refused while not active, e-stopped or in a fault,
 and a pose target clipped into the workspace box; services ``reset`` (a coroutine: the executor
 keeps serving e-stop and commands while the arm travels), ``estop`` and ``clear_error``.
 
@@ -29,7 +29,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from robot_rl.drivers.arms.franka_safety import (
+from robot_rl.drivers.arms.arm_safety import (
     Workspace,
     gripper_command_reason,
     pose_command_reason,

@@ -6,7 +6,7 @@ through franky, so the actor's ROS backend cannot tell it from the arm twin.
 Publishes ``joint_states``, ``ee_pose``, ``ee_twist``, ``ee_wrench`` and ``gripper/joint_states``
 (sensor-data QoS) and ``/diagnostics``; subscribes ``cmd/ee_pose`` and ``cmd/gripper`` (reliable,
 depth 1); services ``reset``, ``estop`` and ``clear_error``. A stale or malformed command is
-refused (``franka_safety``), a valid target clipped into the workspace box and per-step limits;
+refused (``arm_safety``), a valid target clipped into the workspace box and per-step limits;
 the watchdog holds the arm when commands stop. Configure connects, activate holds the current
 pose, deactivate stops the arm, cleanup disconnects.
 """

@@ -8,7 +8,7 @@ Motion: one franky ``CartesianImpedanceTrackingMotion`` whose reference this thr
 error clipped (``translational_error_clip``, ``rotational_error_clip``) so force and speed stay
 bounded; never preempted; e-stop and deactivate end it with libfranka's stop. Safety: targets
 arrive validated and inside the workspace box and move the reference at most one step from the
-measured pose (``franka_safety.limit_step``); non-finite or impossible readings are refused
+measured pose (``arm_safety.limit_step``); non-finite or impossible readings are refused
 (``samples``); after a reconnect, watchdog, reset or fault the arm holds until a fresh command; an
 unexpected exception stops libfranka, is reported on /diagnostics and reconnects.
 """
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robot_rl.drivers.arms.arm_safety import Workspace, limit_step, normalise, quat_angle
 from robot_rl.drivers.arms.franka_hand import Hand, first_line
 from robot_rl.drivers.arms.franka_joint_reset import JointResetPolicy
-from robot_rl.drivers.arms.franka_safety import Workspace, limit_step, normalise, quat_angle
 from robot_rl.drivers.arms.franka_state import ArmState, arm_state, has_errors
 from robot_rl.drivers.supervision import SensorGate, SupervisedLoop, Watchdog
 

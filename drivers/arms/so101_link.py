@@ -5,7 +5,7 @@ them to the node, checks the servos' error bits and temperatures, and writes the
 
 What reaches the servos is decided here, not in the ROS callbacks. A pose target arrives
 validated and clipped to the workspace box (the node); here it is first limited to one step
-from the measured TCP (``max_step_translation``, ``franka_safety.limit_step``), then solved for
+from the measured TCP (``max_step_translation``, ``arm_safety.limit_step``), then solved for
 joint angles near the measured ones (inverse kinematics within the joint limits), then each
 joint's move is bounded (``max_joint_step``) and turned into ticks inside the calibrated range.
 The STS3215 is a position servo: with no new goal it holds the last one, so holding is "goal =
@@ -30,8 +30,8 @@ from scipy.spatial.transform import Rotation
 
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
+from robot_rl.drivers.arms.arm_safety import limit_step
 from robot_rl.drivers.arms.feetech_bus import BusError, FeetechBus
-from robot_rl.drivers.arms.franka_safety import limit_step
 from robot_rl.drivers.supervision import SupervisedLoop
 
 HOLDING, FOLLOWING, RESETTING, ESTOP, FAULT, DISCONNECTED = (

@@ -1,5 +1,5 @@
-"""The Franka driver's own hard limits, as pure functions (no ROS 2, no libfranka), so every
-rule that keeps a command safe is tested without a robot:
+"""An arm driver's own hard limits (the Franka node's and the SO-101 node's), as pure functions
+(no ROS 2, no device library), so every rule that keeps a command safe is tested without a robot:
 
 - ``pose_command_reason``: a pose command must be stamped, fresh, not from the future, finite,
   in the base frame, with a quaternion of unit length (within ``QUAT_NORM_TOLERANCE``);

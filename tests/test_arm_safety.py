@@ -1,4 +1,4 @@
-"""The Franka driver's hard limits as pure functions: command validation, the workspace box and
+"""The arm drivers' hard limits as pure functions: command validation, the workspace box and
 the per-step translation and rotation limits (no ROS 2, no robot)."""
 
 import math
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robot_rl.drivers.arms.franka_safety import (
+from robot_rl.drivers.arms.arm_safety import (
     Workspace,
     gripper_command_reason,
     limit_step,
