@@ -15,7 +15,7 @@ pytest.importorskip("av", reason="needs the lerobot extra: pip install -e '.[ler
 import pyarrow.parquet as pq  # noqa: E402
 
 from robot_rl.cli import main  # noqa: E402
-from robot_rl.data import lerobot_format  # noqa: E402
+from robot_rl.data import lerobot_format, lerobot_write  # noqa: E402
 from robot_rl.data.mcap_demos import (  # noqa: E402
     DemoEpisode,
     load_demos,
@@ -154,16 +154,14 @@ def _foreign_dataset(root, actions_scale=1.0, fps=10, image=48, with_outcome=Fal
             values["next.done"] = np.arange(n) == n - 1
         episodes.append(lerobot_format.FrameEpisode(values, task="pick the cube"))
     features = {
-        "observation.state": lerobot_format.numeric_feature(
-            episodes[0].values["observation.state"]
-        ),
-        "observation.images.cam_high": lerobot_format.video_feature(image, image),
-        "action": lerobot_format.numeric_feature(episodes[0].values["action"]),
+        "observation.state": lerobot_write.numeric_feature(episodes[0].values["observation.state"]),
+        "observation.images.cam_high": lerobot_write.video_feature(image, image),
+        "action": lerobot_write.numeric_feature(episodes[0].values["action"]),
     }
     if with_outcome:
         for key in ("next.reward", "next.done"):
-            features[key] = lerobot_format.numeric_feature(episodes[0].values[key])
-    lerobot_format.write_dataset(root, episodes, features, fps)
+            features[key] = lerobot_write.numeric_feature(episodes[0].values[key])
+    lerobot_write.write_dataset(root, episodes, features, fps)
     return episodes
 
 
@@ -258,7 +256,7 @@ def test_reads_the_v21_layout(tmp_path):
         path = root / f"data/chunk-000/episode_{index:06d}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, path)
-        lerobot_format.encode_video(
+        lerobot_write.encode_video(
             root / f"videos/chunk-000/cam/episode_{index:06d}.mp4",
             np.stack([_image(k, 16) for k in range(n)]),
             10,
@@ -274,7 +272,7 @@ def test_reads_the_v21_layout(tmp_path):
         ),
         "features": {
             "observation.state": {"dtype": "float32", "shape": [2]},
-            "cam": lerobot_format.video_feature(16, 16),
+            "cam": lerobot_write.video_feature(16, 16),
         },
     }
     (root / "meta/info.json").write_text(json.dumps(info))

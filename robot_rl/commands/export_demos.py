@@ -1,5 +1,5 @@
 """`robot-rl export-demos`: our demonstration folder (MCAP, ``record-demos`` / ``import-demos``)
-as a LeRobotDataset v3.0 (``robot_rl.data.lerobot_format``), optionally pushed to the Hub.
+as a LeRobotDataset v3.0 (``robot_rl.data.lerobot_write``), optionally pushed to the Hub.
 
     robot-rl export-demos --to lerobot out/pick_cube_lerobot --demo-path demos/pick_cube \
         [--push user/pick_cube]
@@ -38,7 +38,8 @@ class ExportDemosConfig:
 
 def run(config: ExportDemosConfig) -> int:
     from robot_rl.data.lerobot_demos import export_episodes
-    from robot_rl.data.lerobot_format import push_dataset, write_dataset
+    from robot_rl.data.lerobot_hub import push_dataset
+    from robot_rl.data.lerobot_write import write_dataset
     from robot_rl.data.mcap_demos import demo_files, read_episode
 
     try:

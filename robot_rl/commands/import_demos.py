@@ -114,7 +114,8 @@ def _from_lerobot(config: ImportDemosConfig, task):
         parse_pairs,
         plan_import,
     )
-    from robot_rl.data.lerobot_format import read_dataset, resolve_dataset
+    from robot_rl.data.lerobot_format import read_dataset
+    from robot_rl.data.lerobot_hub import resolve_dataset
 
     pairs, scale = load_mapping_file(config.mapping) if config.mapping else ({}, ActionScale())
     pairs.update(parse_pairs(config.map))

@@ -23,13 +23,8 @@ import gymnasium as gym
 import numpy as np
 
 from robot_rl.data.image_fit import fit_image
-from robot_rl.data.lerobot_format import (
-    FrameEpisode,
-    LeRobotDataset,
-    LeRobotFormatError,
-    numeric_feature,
-    video_feature,
-)
+from robot_rl.data.lerobot_format import FrameEpisode, LeRobotDataset, LeRobotFormatError
+from robot_rl.data.lerobot_write import numeric_feature, video_feature
 from robot_rl.data.mcap_demos import DemoEpisode, EpisodeFile
 
 ACTION = "action"
