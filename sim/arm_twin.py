@@ -215,6 +215,9 @@ class ArmTwin(TwinRendering):
             reading[f"image/{camera}"] = image.copy()
         return reading
 
+    def begin_reset(self) -> None:
+        """Nothing to do: the task's reset places the scene itself (``place_object``)."""
+
     def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
         """Teleport the arm by damped least-squares IK from the home posture, then settle."""
         m, d = self.model, self.data

@@ -157,6 +157,9 @@ class So101Twin(TwinRendering):
             reading[f"image/{camera}"] = image.copy()
         return reading
 
+    def begin_reset(self) -> None:
+        """Nothing to do: the task's reset places the scene itself (``place_object``)."""
+
     def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
         """Teleport the arm to the IK solution from the home posture, then let it settle."""
         pos = np.clip(np.asarray(tcp_pos, np.float64), WORKSPACE_LOW, WORKSPACE_HIGH)

@@ -161,6 +161,7 @@ class PegInsertTask(Task):
         )
 
     def reset(self, backend: Backend, rng: np.random.Generator) -> None:
+        backend.begin_reset()
         lift_clear(backend, self.clearance_height)
         if backend.is_simulated:
             # the board first, so the peg never starts inside it

@@ -94,5 +94,6 @@ class PutDownCubeTask(PickCubeTask):
     def reset(self, backend: Backend, rng: np.random.Generator) -> None:
         """On the twin the cube is put at the drawn spot; a robot must hold the cube already or
         find it there (this task is meant to start where pick_cube succeeded)."""
+        backend.begin_reset()
         lift_clear(backend, self.clearance_height)
         regrasp(backend, self.grasp_spec(rng))

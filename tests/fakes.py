@@ -63,6 +63,8 @@ class FakeArm:
         self.stale = False
         self.sent: list[dict] = []  # every command sent
         self.moves: list[tuple[np.ndarray, float]] = []  # every move_to: (position, gripper)
+        self.resets_begun = 0
+        self.driver_reset_pos = None  # where a driver's own reset (begin_reset) takes the TCP
         self.advances = 0
 
     def read(self):
@@ -96,6 +98,12 @@ class FakeArm:
         if self.held:
             self.object_pos = self.object_pos + (pos - self.tcp_pos)
         self.tcp_pos = np.array(pos, float)
+
+    def begin_reset(self):
+        """A robot's driver reset: to ``driver_reset_pos`` when one is given."""
+        self.resets_begun += 1
+        if self.driver_reset_pos is not None:
+            self._go(np.asarray(self.driver_reset_pos, float))
 
     def move_to(self, tcp_pos, tcp_quat, gripper):
         self.moves.append((np.array(tcp_pos, float), float(gripper)))

@@ -45,6 +45,17 @@ def test_reset_lifts_clear_first_then_lands_in_the_randomised_box():
     assert np.all(positions.std(axis=0) > np.array(POSE.noise) / 4)  # every axis randomised
 
 
+def test_the_drivers_own_reset_runs_first_and_the_procedure_goes_on_from_where_it_left_the_arm():
+    arm = robot_arm(tcp=(0.3, 0.2, 0.03))
+    arm.driver_reset_pos = (0.55, 0.0, 0.5)  # the Franka node's reset pose, high above
+    reset_arm(arm, POSE, np.random.default_rng(0))
+    assert arm.resets_begun == 1
+    # never back to where the policy left the arm: straight over from the driver's reset pose
+    assert all(np.linalg.norm(pos[:2] - [0.3, 0.2]) > 0.1 for pos, _ in arm.moves)
+    above, landed = arm.moves[0][0], arm.moves[-1][0]
+    assert np.allclose(above[:2], landed[:2]) and above[2] == POSE.clearance
+
+
 def test_lift_clear_leaves_a_high_tool_where_it_is():
     arm = robot_arm(tcp=(0.5, 0.0, 0.25))
     lift_clear(arm, clearance=0.15)

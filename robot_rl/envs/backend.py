@@ -47,6 +47,11 @@ class Backend(Protocol):
 class ArmBackend(Backend, Protocol):
     camera_names: tuple[str, ...]
 
+    def begin_reset(self) -> None:
+        """A reset procedure begins, before its first reading and move: a robot's driver runs
+        its own reset (to its reset pose; the twin node's also randomises the scene), so the
+        procedure goes on from where that left the arm. The in-process twin: nothing."""
+
     def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
         """Go to a pose and gripper opening and settle there (used by reset procedures)."""
 

@@ -1,12 +1,13 @@
 """The scripted arm reset, shared by every arm task, on any ``ArmBackend`` (twin or robot).
 
 Readings in, commands out (pure numpy, no MuJoCo, no ROS 2), so the real arm runs the twin's very
-sequence: ``lift_clear`` (straight up, the gripper as it is, so the next move never sweeps
-through the scene), ``move_to_reset_pose`` (over at the clearance height, then down, with a
-random offset and heading), and ``regrasp`` for tasks that start with an object in the hand
-(peg_insert, put_down_cube). ``ArmBackend.move_to`` is the backend's own "go there and settle";
-moves that carry an object or wait for the fingers go through ``send``/``advance``, as the
-policy's commands do.
+sequence: ``ArmBackend.begin_reset`` (a robot's driver goes to its own reset pose first, so every
+reading after it sees the arm where that left it), ``lift_clear`` (straight up, the gripper as it
+is, so the next move never sweeps through the scene), ``move_to_reset_pose`` (over at the
+clearance height, then down, with a random offset and heading), and ``regrasp`` for tasks that
+start with an object in the hand (peg_insert, put_down_cube). ``ArmBackend.move_to`` is the
+backend's own "go there and settle"; moves that carry an object or wait for the fingers go
+through ``send``/``advance``, as the policy's commands do.
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ def move_to_reset_pose(
 def reset_arm(
     backend: ArmBackend, pose: ArmResetPose, rng: np.random.Generator
 ) -> tuple[np.ndarray, float]:
-    """The whole arm reset: lift clear, then the randomised reset pose."""
+    """The whole arm reset: the driver's own reset, lift clear, then the randomised reset
+    pose."""
+    backend.begin_reset()
     lift_clear(backend, pose.clearance)
     return move_to_reset_pose(backend, pose, rng)
 

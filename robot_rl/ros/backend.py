@@ -340,16 +340,18 @@ class RosArmBackend(RosRobotBackend):
         self._quat = quat
         return stamp
 
-    def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
-        """Stream the pose until the TCP settles there, then wait until every sensor is fresh.
-
-        The first move_to of a task's reset procedure (the first ever, or the first after
-        policy commands) goes through the driver's ``reset`` service first: the driver moves to
-        its reset pose, and the twin also randomises its scene; the task's own sequence then
-        runs on top, as it does on a robot."""
+    def begin_reset(self) -> None:
+        """The driver's ``reset`` service, once per reset procedure (the first ever, or the
+        first after policy commands): the driver moves to its reset pose, and the twin node
+        also randomises its scene; the task's own sequence then runs from there."""
         if self._driver_reset_due:
             self.reset_robot()
             self._driver_reset_due = False
+
+    def move_to(self, tcp_pos: np.ndarray, tcp_quat: np.ndarray, gripper: float) -> None:
+        """Stream the pose until the TCP settles there, then wait until every sensor is fresh.
+        A procedure that did not call ``begin_reset`` gets the driver's reset here, first."""
+        self.begin_reset()
         start = self.now()
         target = np.asarray(tcp_pos, np.float64)
         command = {"tcp_pos": target, "tcp_quat": np.asarray(tcp_quat), "gripper": [gripper]}
