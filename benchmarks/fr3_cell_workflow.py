@@ -43,6 +43,9 @@ OPERATOR = "/teleop/simulated_human"
 FULL = {"demos": 20, "label_episodes": 30, "steps": 100_000, "eval_episodes": 50}
 """The full run's RL stage ends on --minutes (cell time); its steps are only a ceiling."""
 QUICK = {"demos": 2, "label_episodes": 4, "steps": 300, "eval_episodes": 2}
+ATTEMPTS_PER_DEMO = 8
+"""record-demos gives up after this many attempts per demo wanted (its own default, 3 per demo
+and 10, cut the SO-101 cell's seed 2 off at 9 demos of 10 after 40 attempts)."""
 
 
 CELLS = {
@@ -296,6 +299,8 @@ def main() -> None:
                     size,
                     "--episodes",
                     str(plan["demos"]),
+                    "--max-attempts",  # a person records until the demos are there
+                    str(ATTEMPTS_PER_DEMO * plan["demos"]),
                     "--out",
                     str(out / "demos"),
                     "--seed",
