@@ -176,6 +176,7 @@ class CellHumanNode(Node):
 
         expert = make_expert(self.task)
         expert.gain = self.config.expert_gain
+        expert.integral = self.config.expert_integral
         return expert
 
     def _keep(self, key: str, extract):
