@@ -32,7 +32,6 @@ import json
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -161,24 +160,6 @@ def _last_json(text: str) -> dict:
     return {}
 
 
-def episode_wall_times(tb_dir: Path) -> list[float]:
-    """Wall time (s, epoch) at which the learner logged each episode's success, in order: the
-    ``charts/success`` scalars of its TensorBoard event files (TFRecord framing: length, its
-    CRC, the event, the event's CRC)."""
-    from tensorboardX.proto import event_pb2
-
-    times = []
-    for path in sorted(tb_dir.glob("events.out.tfevents.*")):
-        data, at = path.read_bytes(), 0
-        while at + 12 <= len(data):
-            (size,) = struct.unpack("<Q", data[at : at + 8])
-            event = event_pb2.Event.FromString(data[at + 12 : at + 12 + size])
-            at += 12 + size + 4
-            if any(v.tag == "charts/success" for v in event.summary.value):
-                times.append(event.wall_time)
-    return times
-
-
 def rl_curve(learner: Path, started: float, window: int = 20) -> dict:
     """The RL stage's learning curve from the learner's per-episode metrics: for each block of
     ``window`` episodes, the cell's wall minutes since the RL stage ``started`` (epoch s), the
@@ -186,9 +167,6 @@ def rl_curve(learner: Path, started: float, window: int = 20) -> dict:
     episode: the policy's own) and the operator's share of steps."""
     metrics = (learner / "metrics.jsonl").read_text().splitlines()
     episodes = [e for e in map(json.loads, filter(None, metrics)) if "charts/success" in e]
-    times = episode_wall_times(learner / "tb")
-    if len(times) != len(episodes):  # a cut-off last write: no minutes rather than wrong ones
-        times = [None] * len(episodes)
     rows = []
     for start in range(0, len(episodes), window):
         block = episodes[start : start + window]
@@ -196,7 +174,7 @@ def rl_curve(learner: Path, started: float, window: int = 20) -> dict:
         success = [e["charts/success"] for e in block]
         own = [s and not h for s, h in zip(success, helped, strict=True)]
         lengths = [e["charts/episode_length"] for e in block]
-        ended = times[start + len(block) - 1]
+        ended = block[-1].get("wall_time")  # runs logged before it was recorded: none
         rows.append([
             None if ended is None else round((ended - started) / 60, 1),
             block[-1]["step"], start + len(block),

@@ -1,4 +1,5 @@
-"""A run's directory: config, TensorBoard events, JSON-lines metrics, curves PNG, summary.
+"""A run's directory: config, TensorBoard events, JSON-lines metrics (each record with its step
+and ``wall_time``, epoch seconds, as TensorBoard's events), curves PNG, summary.
 The events file is written in the caller's thread and flushed every two minutes and at each
 evaluation; ``close()`` (at the latest at interpreter exit) gives up quietly what a full disk
 cannot take."""
@@ -55,7 +56,7 @@ class RunLogger:
     def scalars(self, step: int, values: dict[str, float]) -> None:
         clean = {k: float(v) for k, v in values.items() if math.isfinite(float(v))}
         self._tensorboard(step, clean)
-        self._append(METRICS_FILE, {"step": step, **clean})
+        self._append(METRICS_FILE, {"step": step, "wall_time": round(time.time(), 3), **clean})
         if self._flush_due.due(time.monotonic()):
             self._events.flush()
 
