@@ -162,6 +162,13 @@ class So101Config:
     max_joint_step: float = param(
         0.15, "no joint's goal moves more than this per bus cycle (rad)", positive
     )
+    hold_deadband: float = param(
+        0.0015,
+        "a pose target this near the target in force (m, the same orientation) keeps it: a "
+        "task's zero action re-sends the measured TCP, and re-aiming position servos at their "
+        "own reading each period walks the arm off (about 7 mm in 16 s at rest in the cell)",
+        non_negative,
+    )
     max_temperature: float = param(
         65.0, "a servo hotter than this (C) is a fault: torque off until clear_error", positive
     )

@@ -4,7 +4,8 @@ model's joint angles (``so101_calibration``) and the TCP pose (``so101_kinematic
 them to the node, checks the servos' error bits and temperatures, and writes the goals in force.
 
 What reaches the servos is decided here, not in the ROS callbacks. A pose target arrives
-validated and clipped to the workspace box (the node); here it is first limited to one step
+validated and clipped to the workspace box (the node); here one within ``hold_deadband`` of the
+target in force leaves that one in force (``_aimed``); a target is first limited to one step
 from the measured TCP (``max_step_translation``, ``arm_safety.limit_step``), then solved for
 joint angles near the measured ones (inverse kinematics within the joint limits), then each
 joint's move is bounded (``max_joint_step``) and turned into ticks inside the calibrated range.
@@ -30,7 +31,7 @@ from scipy.spatial.transform import Rotation
 
 from robot_rl.drivers.arms import so101_calibration as calibration
 from robot_rl.drivers.arms import so101_kinematics as kin
-from robot_rl.drivers.arms.arm_safety import limit_step
+from robot_rl.drivers.arms.arm_safety import limit_step, quat_angle
 from robot_rl.drivers.arms.feetech_bus import BusError, FeetechBus
 from robot_rl.drivers.supervision import SupervisedLoop
 
@@ -45,6 +46,8 @@ by which the sag estimate moves."""
 MAX_SAG = 0.04
 """rad: the most a goal is raised for sag (about 1.6 Nm of an STS3215's 2.9 Nm at the cell's
 stiffness): pressed against the table, the arm does not push harder than that."""
+HOLD_ANGLE = 0.01
+"""rad: a target turned less than this from the one in force has its orientation (``_aimed``)."""
 STILL = 0.2
 """rad/s: every joint slower than this counts as resting (its gap is sag, not lag)."""
 
@@ -58,6 +61,7 @@ class LinkSettings:
     reconnect_period: float
     max_step_translation: float
     max_joint_step: float
+    hold_deadband: float
     max_temperature: float
     gripper_threshold: float
     gripper_open: float
@@ -140,6 +144,8 @@ class So101Link:
         the measured TCP (the task's step from where the arm is), so an uncompensated goal
         would be where the arm already sagged to: the arm would creep down a sag per command."""
         self._goals: np.ndarray | None = None
+        self._aim: tuple[np.ndarray, np.ndarray] | None = None
+        """The pose target in force (see ``_aimed``)."""
         self.loop = SupervisedLoop("so101-link", self._step, stop=self._hold_after_fault,
                                    restart=self._reopen, report=self._report, log=log,
                                    restart_delay=settings.reconnect_period)  # fmt: skip
@@ -302,7 +308,23 @@ class So101Link:
         if request is not None:
             request.finished(ok, message)
 
+    def _aimed(self, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The target to steer to: the one in force while ``pos`` lies within ``hold_deadband``
+        of it with the same orientation (a task's zero action re-sends the measured TCP, a
+        reading a little off the goal, and re-aiming at it every period walks the arm off),
+        else ``pos``, ``quat``, which then comes into force."""
+        aim = self._aim
+        if (
+            aim is not None
+            and np.linalg.norm(pos - aim[0]) < self.settings.hold_deadband
+            and quat_angle(quat, aim[1]) < HOLD_ANGLE
+        ):
+            return aim
+        self._aim = (pos, quat)
+        return self._aim
+
     def _joint_goals(self, reading: ArmReading, pos, quat) -> dict[int, int]:
+        pos, quat = self._aimed(pos, quat)
         pos, quat = limit_step(reading.tcp_pos, reading.tcp_quat, pos, quat,
                                self.settings.max_step_translation, np.pi)  # fmt: skip
         solution = kin.inverse(pose_matrix(pos, quat), reading.joints)
@@ -325,6 +347,7 @@ class So101Link:
 
     def _hold_here(self, torque: bool = False) -> None:
         """Goal = where each servo is (a position servo then stays); torque on if asked."""
+        self._aim = None
         feedback = self.bus.feedback()
         self.bus.write_goals({servo: f.position for servo, f in feedback.items()})
         joints = list(self.motors.values())[:5]

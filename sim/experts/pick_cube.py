@@ -18,10 +18,18 @@ class PickCubeExpert(PhasedExpert):
     """The height the cube is lifted to (m)."""
     reached = (0.006, 0.008)
     """Near enough to the hover point (horizontally) and to the grasp point (m)."""
+    settled: float | None = None
+    """Descend only once the TCP moves slower than this horizontally (m/s): seen late, an arm
+    still coasting over the cube comes down beside it (None: at once)."""
+    realign: int | None = None
+    """Back up to the hover point when a descent has not come 1 mm lower for this many control
+    periods: a jaw resting on the cube's top, as a person lifts and lines up again (None:
+    never)."""
 
     def restart(self) -> None:
         super().restart()
         self._closing = 0
+        self._lowest, self._since_lower = np.inf, 0
 
     def act(self, reading: dict[str, np.ndarray]) -> np.ndarray:
         tcp, cube = reading["tcp_pos"], reading["object/cube_pos"]
@@ -30,10 +38,14 @@ class PickCubeExpert(PhasedExpert):
         if self._phase == "hover":
             target = cube + np.array([0.0, 0.0, self.hover])
             near = np.linalg.norm((target - tcp)[:2]) < self.reached[0]
-            if near and abs(target[2] - tcp[2]) < 0.4 * self.hover:
+            if near and abs(target[2] - tcp[2]) < 0.4 * self.hover and self._still(reading):
                 self._phase = "descend"
+                self._lowest, self._since_lower = np.inf, 0
         if self._phase == "descend":
             target = grasp
+            if self._descent_stalled(float(tcp[2])):
+                self._phase = "hover"
+                return self.position_action(cube + np.array([0.0, 0.0, self.hover]), tcp, grip)
             if np.linalg.norm(target - tcp) < self.reached[1]:
                 self._phase = "close"
         if self._phase == "close":
@@ -45,6 +57,20 @@ class PickCubeExpert(PhasedExpert):
             target, grip = np.array([cube[0], cube[1], self.lift_to]), 1.0
         return self.position_action(target, tcp, grip)
 
+    def _descent_stalled(self, height: float) -> bool:
+        if self.realign is None:
+            return False
+        if height < self._lowest - 0.001:
+            self._lowest, self._since_lower = height, 0
+        else:
+            self._since_lower += 1
+        return self._since_lower >= self.realign
+
+    def _still(self, reading: dict[str, np.ndarray]) -> bool:
+        if self.settled is None or "tcp_vel" not in reading:
+            return True
+        return float(np.linalg.norm(np.asarray(reading["tcp_vel"])[:2])) < self.settled
+
 
 @register_expert("so101_pick_cube")
 class So101PickCubeExpert(PickCubeExpert):
@@ -54,3 +80,5 @@ class So101PickCubeExpert(PickCubeExpert):
     grasp_above = 0.003
     lift_to = 0.08
     reached = (0.004, 0.005)
+    settled = 0.02
+    realign = 5
