@@ -70,6 +70,36 @@ def test_the_cell_operators_slower_hand_picks_with_its_integral(placement):
         env.close()
 
 
+def _reading(tcp, cube, speed=0.0):
+    return {
+        "tcp_pos": np.asarray(tcp, float), "tcp_vel": np.array([speed, 0.0, 0.0, 0, 0, 0]),
+        "object/cube_pos": np.asarray(cube, float), "gripper_pos": np.zeros(1),
+    }  # fmt: skip
+
+
+def test_the_operators_hand_descends_only_once_the_arm_is_still_over_the_cube():
+    """Seen late, an arm still coasting over the cube came down beside it in the cell."""
+    expert = make_expert(make_task("so101_pick_cube"))
+    cube = np.array([0.2, 0.0, 0.0125])
+    above = cube + np.array([0.0, 0.0, expert.hover])
+    coasting = expert.act(_reading(above, cube, speed=0.1))
+    assert expert._phase == "hover" and abs(coasting[2]) < 0.2  # holds its height
+    down = expert.act(_reading(above, cube))
+    assert expert._phase == "descend" and down[2] < -0.5
+
+
+def test_a_descent_stalled_on_the_cubes_top_goes_back_up_to_line_up_again():
+    """A jaw resting on the cube's top edge: the hand stopped pushing down, as a person lifts
+    and lines up again (in the cell the arm sat there pressing until the episode ran out)."""
+    expert = make_expert(make_task("so101_pick_cube"))
+    cube = np.array([0.2, 0.0, 0.0125])
+    expert.act(_reading(cube + np.array([0.0, 0.0, expert.hover]), cube))
+    assert expert._phase == "descend"
+    stuck = cube + np.array([0.004, 0.0, 0.016])  # 4 mm off, resting on the cube's top
+    actions = [expert.act(_reading(stuck, cube)) for _ in range(expert.realign + 1)]
+    assert actions[0][2] < 0 and expert._phase == "hover" and actions[-1][2] > 0
+
+
 @pytest.mark.timeout(180)
 def test_the_twin_node_serves_the_so101_backend(tmp_path):
     pytest.importorskip("rclpy")

@@ -46,7 +46,7 @@ by which the sag estimate moves."""
 MAX_SAG = 0.04
 """rad: the most a goal is raised for sag (about 1.6 Nm of an STS3215's 2.9 Nm at the cell's
 stiffness): pressed against the table, the arm does not push harder than that."""
-HOLD_ANGLE = 0.01
+HOLD_ANGLE = 0.05
 """rad: a target turned less than this from the one in force has its orientation (``_aimed``)."""
 STILL = 0.2
 """rad/s: every joint slower than this counts as resting (its gap is sag, not lag)."""

@@ -19,8 +19,10 @@ class PickCubeExpert(PhasedExpert):
     reached = (0.006, 0.008)
     """Near enough to the hover point (horizontally) and to the grasp point (m)."""
     settled: float | None = None
-    """Descend only once the TCP moves slower than this horizontally (m/s): seen late, an arm
-    still coasting over the cube comes down beside it (None: at once)."""
+    """Descend only once the TCP moves slower than this horizontally (m/s): its reading now,
+    or its mean over the last 3 control periods (a position-servo arm's velocity reading
+    jitters at rest); seen late, an arm still coasting over the cube comes down beside it
+    (None: at once)."""
     realign: int | None = None
     """Back up to the hover point when a descent has not come 1 mm lower for this many control
     periods: a jaw resting on the cube's top, as a person lifts and lines up again (None:
@@ -30,9 +32,11 @@ class PickCubeExpert(PhasedExpert):
         super().restart()
         self._closing = 0
         self._lowest, self._since_lower = np.inf, 0
+        self._recent: list[np.ndarray] = []
 
     def act(self, reading: dict[str, np.ndarray]) -> np.ndarray:
         tcp, cube = reading["tcp_pos"], reading["object/cube_pos"]
+        self._recent = [*self._recent[-3:], np.asarray(tcp[:2], np.float64)]
         grip = -1.0
         grasp = cube + np.array([0.0, 0.0, self.grasp_above])
         if self._phase == "hover":
@@ -67,9 +71,15 @@ class PickCubeExpert(PhasedExpert):
         return self._since_lower >= self.realign
 
     def _still(self, reading: dict[str, np.ndarray]) -> bool:
-        if self.settled is None or "tcp_vel" not in reading:
+        if self.settled is None:
             return True
-        return float(np.linalg.norm(np.asarray(reading["tcp_vel"])[:2])) < self.settled
+        speeds = [np.inf]
+        if "tcp_vel" in reading:
+            speeds.append(float(np.linalg.norm(np.asarray(reading["tcp_vel"])[:2])))
+        if len(self._recent) == 4:
+            period = 1.0 / float(getattr(self.task, "control_hz", 10.0))
+            speeds.append(float(np.linalg.norm(self._recent[-1] - self._recent[0])) / (3 * period))
+        return min(speeds) < self.settled
 
 
 @register_expert("so101_pick_cube")
