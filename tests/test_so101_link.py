@@ -67,6 +67,24 @@ def test_a_pose_target_is_followed_in_bounded_steps(arm):
     assert np.linalg.norm(link.last.tcp_pos - target) < 0.004
 
 
+def test_a_target_within_the_hold_deadband_keeps_the_one_in_force(arm):
+    """A task's zero action re-sends the measured TCP, a little off the goal of a servo that
+    sags or jitters; re-aiming at it every period walked the arm off in the cell."""
+    link, peer = arm
+    wait_for(lambda: link.last is not None, WAIT, "the first reading")
+    target = link.last.tcp_pos + np.array([0.0, 0.02, -0.02])
+    _command_towards(link, target, 3.0)
+    assert np.linalg.norm(link.last.tcp_pos - target) < 0.002
+    goals = dict(peer.goal_writes[-1])
+    near = target + np.array([0.0014, 0.0, 0.0])  # within hold_deadband (1.5 mm)
+    _command_towards(link, near, 1.0)
+    moved = [abs(peer.goal_writes[-1][servo] - tick) for servo, tick in goals.items()]
+    assert max(moved) <= 2, moved  # ticks: the goals of the target in force
+    beyond = target + np.array([0.004, 0.0, 0.0])
+    _command_towards(link, beyond, 2.0)
+    assert np.linalg.norm(link.last.tcp_pos - beyond) < 0.002
+
+
 def test_the_watchdog_holds_when_commands_stop(arm):
     link, peer = arm
     wait_for(lambda: link.last is not None, WAIT, "the first reading")
