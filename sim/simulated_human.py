@@ -18,6 +18,7 @@ import numpy as np
 
 from robot_rl.envs.backend import Reading
 from robot_rl.envs.intervention import OperatorCommand
+from robot_rl.sim.experts import seen_speed
 
 
 @dataclass(frozen=True)
@@ -354,12 +355,7 @@ class StartWatch:
         """The arm at rest at the start pose, gripper open, the object (if any) not lifted."""
         c = self.config
         tcp = np.asarray(reading["tcp_pos"], np.float64)
-        speed = float(np.linalg.norm(np.asarray(reading["tcp_vel"])[:3]))
-        if len(self._recent) > 1:  # the mean speed over the last periods, if lower
-            mean = np.linalg.norm(self._recent[-1] - self._recent[0]) / (
-                self._period * (len(self._recent) - 1)
-            )
-            speed = min(speed, float(mean))
+        speed = seen_speed(np.asarray(reading["tcp_vel"])[:3], self._recent, self._period)
         lifted = any(
             float(value[2]) - self._half > self._lifted
             for key, value in reading.items()

@@ -65,6 +65,17 @@ class PhasedExpert:
         return np.append(np.clip(delta, -1.0, 1.0), grip).astype(np.float32)
 
 
+def seen_speed(velocity, recent: list[np.ndarray], period: float) -> float:
+    """A TCP's speed as a person sees it: the lower of its velocity reading (None: none) and its
+    mean over ``recent`` positions one control ``period`` apart (a position servo's velocity
+    reading jitters at rest while the arm goes nowhere)."""
+    speeds = [np.inf if velocity is None else float(np.linalg.norm(velocity))]
+    if len(recent) > 1:
+        moved = float(np.linalg.norm(recent[-1] - recent[0]))
+        speeds.append(moved / (period * (len(recent) - 1)))
+    return min(speeds)
+
+
 EXPERTS: dict[str, Callable[..., ScriptedExpert]] = {}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_rl.sim.experts import PhasedExpert, register_expert
+from robot_rl.sim.experts import PhasedExpert, register_expert, seen_speed
 
 
 @register_expert("pick_cube")
@@ -73,13 +73,10 @@ class PickCubeExpert(PhasedExpert):
     def _still(self, reading: dict[str, np.ndarray]) -> bool:
         if self.settled is None:
             return True
-        speeds = [np.inf]
-        if "tcp_vel" in reading:
-            speeds.append(float(np.linalg.norm(np.asarray(reading["tcp_vel"])[:2])))
-        if len(self._recent) == 4:
-            period = 1.0 / float(getattr(self.task, "control_hz", 10.0))
-            speeds.append(float(np.linalg.norm(self._recent[-1] - self._recent[0])) / (3 * period))
-        return min(speeds) < self.settled
+        velocity = reading.get("tcp_vel")
+        horizontal = None if velocity is None else np.asarray(velocity)[:2]
+        period = 1.0 / float(getattr(self.task, "control_hz", 10.0))
+        return seen_speed(horizontal, self._recent, period) < self.settled
 
 
 @register_expert("so101_pick_cube")
