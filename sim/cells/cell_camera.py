@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from robot_rl.ros.node_base import ParameterError, main_for
 from robot_rl.sim.cells.configs import CellCameraConfig
+from robot_rl.sim.cells.fr3_scene import CAMERA_GEOM_GROUPS
 from robot_rl.sim.cells.state_camera import StateCameraNode
 from robot_rl.sim.cells.topics import FR3_STATE_TOPIC
 
@@ -21,6 +22,7 @@ class CellCameraNode(StateCameraNode):
     hardware = "fr3-sim-cell"
     camera_missing = "is not in the cell"
     model_has = "this cell's model has {nq}: another world?"
+    geom_groups = CAMERA_GEOM_GROUPS
 
     def build_model(self):
         from robot_rl.sim.cells.fr3_scene import cell_model

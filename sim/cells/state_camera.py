@@ -32,6 +32,9 @@ class RenderingNode(Node):
     published on the camera contract (``image_raw``, ``camera_info``), its status on
     ``/diagnostics``. Shared by the cells' cameras and the twin's (``sim/nodes/camera_node.py``)."""
 
+    geom_groups: tuple[int, ...] | None = None
+    """The model's geom groups the camera shows (None: MuJoCo's default, groups 0-2)."""
+
     def _open_camera(self, model, camera: str, width: int, height: int, frame_id: str, missing):
         """Render ``camera`` of ``model`` (``missing`` completes "camera 'x' ..." when the model
         has no such camera) at ``width`` x ``height`` into frames of ``frame_id``."""
@@ -46,6 +49,10 @@ class RenderingNode(Node):
             )
         self.data = mujoco.MjData(model)
         self._renderer = mujoco.Renderer(model, height, width)
+        self._scene_option = None
+        if self.geom_groups is not None:
+            self._scene_option = mujoco.MjvOption()
+            self._scene_option.geomgroup[:] = [g in self.geom_groups for g in range(6)]
         self._fovy = float(model.cam_fovy[model.camera(camera).id])
         self._camera, self._size, self._frame = camera, (width, height), frame_id or camera
         self._frames = 0
@@ -56,7 +63,7 @@ class RenderingNode(Node):
     def _publish_frame(self, stamp: float) -> None:
         """Render the state in ``data`` and publish it, stamped ``stamp``."""
         self._mujoco.mj_forward(self.model, self.data)
-        self._renderer.update_scene(self.data, camera=self._camera)
+        self._renderer.update_scene(self.data, camera=self._camera, scene_option=self._scene_option)
         pixels = self._renderer.render()
         self._image_pub.publish(array_to_image(pixels, "rgb8", stamp, self._frame))
         self._info_pub.publish(camera_info(*self._size, self._fovy, stamp, self._frame))
