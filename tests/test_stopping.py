@@ -56,3 +56,24 @@ def test_without_a_signal_nothing_is_raised_and_ctrl_c_keeps_130():
     stopping.raise_if_pending()
     assert stopping.stop_name() == "Ctrl-C"
     assert stopping.interrupted_exit_code() == stopping.SIGINT_EXIT
+
+
+def test_a_swallowed_sigterm_prints_no_traceback_and_other_unraisables_still_do(capsys):
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # restored below
+    try:
+        assert stopping.sigterm_as_sigint()
+        _SignalledWhileCollected()
+        gc.collect()
+        assert "Traceback" not in capsys.readouterr().err
+        assert stopping.terminated()  # still pending: the stop is not lost
+
+        class _Broken:
+            def __del__(self):
+                raise ValueError("a finaliser's own error")
+
+        _Broken()
+        gc.collect()
+        assert "a finaliser's own error" in capsys.readouterr().err
+    finally:
+        monkeypatch.undo()

@@ -10,12 +10,15 @@ A command that handles SIGTERM itself (the learner, ``up``) replaces this handle
 A handler's exception lands wherever the main thread is, and where that is a gc callback or a
 ``__del__`` (JAX's ``_xla_gc_callback`` runs often), Python prints "Exception ignored" and goes
 on: the stop was lost and training ran on until killed. So the signal stays pending until an
-``on_stop`` block has seen it, and the loops call ``raise_if_pending()`` each step.
+``on_stop`` block has seen it, and the loops call ``raise_if_pending()`` each step; the
+"Exception ignored" traceback of such a swallowed ``Terminated`` is not printed
+(``_quiet_unraisable``), since the stop is not lost.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 
 SIGINT_EXIT = 130
@@ -36,6 +39,14 @@ def _on_sigterm(signum, _frame) -> None:
     raise Terminated()
 
 
+def _quiet_unraisable(unraisable) -> None:
+    """``sys.unraisablehook``: a ``Terminated`` swallowed by a callback stays pending (no
+    traceback); anything else goes to the default hook."""
+    if isinstance(unraisable.exc_value, Terminated):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def raise_if_pending() -> None:
     """Raise ``Terminated`` again for a SIGTERM whose first raise was swallowed."""
     if _pending:
@@ -52,6 +63,7 @@ def sigterm_as_sigint() -> bool:
     if threading.current_thread() is not threading.main_thread():
         return False
     signal.signal(signal.SIGTERM, _on_sigterm)
+    sys.unraisablehook = _quiet_unraisable
     return True
 
 
