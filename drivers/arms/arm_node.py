@@ -42,6 +42,10 @@ from robot_rl.ros.qos import DIAGNOSTICS_DEPTH, command_qos, sensor_qos
 class ArmDriverNode(DeviceNode):
     config_class: type
 
+    events_executor = False
+    """Spun by rclpy's Python executor (``robot_rl.ros.executors``): the reset coroutine is
+    woken by a guard condition, which the events executor refuses."""
+
     def __init__(self, name: str, **kwargs):
         super().__init__(name, **kwargs)
         self.config = declare_config(self, self.config_class)

@@ -19,7 +19,6 @@ import rclpy
 from geometry_msgs.msg import PoseStamped, Twist, TwistStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState
@@ -27,6 +26,7 @@ from std_msgs.msg import Bool, Float64
 from std_srvs.srv import SetBool, Trigger
 
 from robot_rl.envs.backend import Command, Reading, StaleReadingError
+from robot_rl.ros.executors import new_executor, spin
 from robot_rl.robot_kinds import resolve, robot_kind
 from robot_rl.ros import convert
 from robot_rl.ros.arm_contract import ARM_JOINTS, SO101_JOINTS
@@ -104,7 +104,7 @@ class RosRobotBackend:
             keep = lambda msg, camera=camera: self.camera_info.__setitem__(camera, msg)
             self.node.create_subscription(CameraInfo, f"{ns}/camera_info", keep, sensor_qos())
         self._clients: dict[str, object] = {}
-        self._executor = SingleThreadedExecutor(context=self._context)
+        self._executor = new_executor(self._context)
         self._executor.add_node(self.node)
         self._spinner = threading.Thread(target=self._spin, name="ros-backend", daemon=True)
         self._spinner.start()
@@ -145,7 +145,7 @@ class RosRobotBackend:
 
     def _spin(self) -> None:
         try:
-            self._executor.spin()
+            spin(self._executor)
         except Exception:  # the context was shut down by close()
             if self._context.ok():
                 raise

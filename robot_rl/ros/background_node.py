@@ -12,8 +12,10 @@ from collections.abc import Callable
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.qos import QoSProfile
+
+from robot_rl.ros.executors import new_executor, spin
 
 _OWN_NODE_REMAP = re.compile(r"^(?:[\w/]+:)?__(?:node|name|ns):=")
 """``__node:=x``, ``__ns:=/y``, and the same for one node by name (``actor:__node:=x``)."""
@@ -58,7 +60,7 @@ class BackgroundNode:
             self.node = rclpy.create_node(node_name, context=self.context, **node_options)
             for msg_type, topic, callback, qos in subscriptions:
                 self.node.create_subscription(msg_type, topic, callback, qos)
-            self._executor = SingleThreadedExecutor(context=self.context)
+            self._executor = new_executor(self.context)
             self._executor.add_node(self.node)
         except Exception:
             self.context.try_shutdown()
@@ -69,7 +71,7 @@ class BackgroundNode:
     def _spin(self) -> None:
         # close() shuts the context down under the spinning executor: that is the way out
         with contextlib.suppress(ExternalShutdownException):
-            self._executor.spin()
+            spin(self._executor)
 
     def close(self) -> None:
         self._executor.shutdown(timeout_sec=1.0)

@@ -23,9 +23,11 @@ from typing import Any, TypeVar
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
+
+from robot_rl.ros.executors import new_executor, spin
 
 T = TypeVar("T")
 
@@ -188,9 +190,9 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
             return 2
         if isinstance(node, DeviceNode) and node.autostart and not node.start():
             node.get_logger().error("could not start (see above); waiting for a lifecycle manager")
-        executor = SingleThreadedExecutor()
+        executor = new_executor(node=node)
         executor.add_node(node)
-        executor.spin()
+        spin(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
