@@ -45,8 +45,9 @@ def test_a_node_spun_on_a_thread_gets_its_messages_and_stops_on_shutdown():
     try:
         got: list[str] = []
         # made while the executor spins: the way the backend adds its arm topics
-        node.create_subscription(String, "/executor_probe/chatter", lambda m: got.append(m.data), 10)
-        publisher = node.create_publisher(String, "/executor_probe/chatter", 10)
+        topic = "/executor_probe/chatter"
+        node.create_subscription(String, topic, lambda m: got.append(m.data), 10)
+        publisher = node.create_publisher(String, topic, 10)
         assert _wait_for(lambda: publisher.get_subscription_count() > 0)
         for i in range(20):
             publisher.publish(String(data=str(i)))

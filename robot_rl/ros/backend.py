@@ -26,12 +26,12 @@ from std_msgs.msg import Bool, Float64
 from std_srvs.srv import SetBool, Trigger
 
 from robot_rl.envs.backend import Command, Reading, StaleReadingError
-from robot_rl.ros.executors import new_executor, spin
 from robot_rl.robot_kinds import resolve, robot_kind
 from robot_rl.ros import convert
 from robot_rl.ros.arm_contract import ARM_JOINTS, SO101_JOINTS
 from robot_rl.ros.background_node import call_service
 from robot_rl.ros.config import RosBackendConfig
+from robot_rl.ros.executors import new_executor, spin
 from robot_rl.ros.qos import command_qos, sensor_qos
 from robot_rl.ros.reading_entries import (
     arm_joint_entries,
