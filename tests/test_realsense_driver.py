@@ -295,13 +295,16 @@ def test_the_node_reports_a_lost_device_and_reconnects_when_it_comes_back(harnes
 
     feeder.stop()  # unplugged: no more frames, and the device is gone from the list
     present.clear()
-    count = len(harness.get("image_raw"))
     harness.wait_for_status(lambda s: "stalled" in s.message, 90, "a stalled status")
     lost = harness.wait_for_status(
         lambda s: "not connected" in s.message, 90, "a not-connected status"
     )
     assert f"no RealSense with serial {SERIAL}" in lost.message
-    assert len(harness.get("image_raw")) == count  # nothing republished while it was away
+    # counted once it is away (frames the pipeline had queued before the unplug may still
+    # arrive until then: 8 instead of 6 once on a loaded machine); nothing republished after
+    count = len(harness.get("image_raw"))
+    time.sleep(2.0)
+    assert len(harness.get("image_raw")) == count
 
     present.append(_software_camera())  # plugged in again
     feeder = Feeder(present[0])
