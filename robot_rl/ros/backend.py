@@ -31,7 +31,7 @@ from robot_rl.ros import convert
 from robot_rl.ros.arm_contract import ARM_JOINTS, SO101_JOINTS
 from robot_rl.ros.background_node import call_service
 from robot_rl.ros.config import RosBackendConfig
-from robot_rl.ros.executors import new_executor, spin
+from robot_rl.ros.executors import SpinThread, new_executor
 from robot_rl.ros.qos import command_qos, sensor_qos
 from robot_rl.ros.reading_entries import (
     arm_joint_entries,
@@ -104,10 +104,9 @@ class RosRobotBackend:
             keep = lambda msg, camera=camera: self.camera_info.__setitem__(camera, msg)
             self.node.create_subscription(CameraInfo, f"{ns}/camera_info", keep, sensor_qos())
         self._clients: dict[str, object] = {}
-        self._executor = new_executor(self._context)
-        self._executor.add_node(self.node)
-        self._spinner = threading.Thread(target=self._spin, name="ros-backend", daemon=True)
-        self._spinner.start()
+        executor = new_executor(self._context)
+        executor.add_node(self.node)
+        self._spinner = SpinThread(executor, self._context, "ros-backend")
 
     def topic(self, relative: str) -> str:
         return f"{self.namespace}/{relative}"
@@ -142,13 +141,6 @@ class RosRobotBackend:
             self._sim_now = convert.from_stamp(msg.clock)
             self._clock_wall = time.monotonic()
             self._clock.notify_all()
-
-    def _spin(self) -> None:
-        try:
-            spin(self._executor)
-        except Exception:  # the context was shut down by close()
-            if self._context.ok():
-                raise
 
     def now(self) -> float:
         """Seconds on the clock that stamps the sensors (simulated or wall time)."""
@@ -284,11 +276,7 @@ class RosRobotBackend:
         return self._call(SetBool, "pause", SetBool.Request(data=bool(paused))).message
 
     def close(self) -> None:
-        if self._context.ok():
-            self._executor.shutdown(timeout_sec=1.0)
-            self.node.destroy_node()
-            self._context.try_shutdown()
-        self._spinner.join(timeout=2.0)
+        self._spinner.close(self.node)
 
 
 class RosArmBackend(RosRobotBackend):

@@ -4,7 +4,6 @@ executor, and coexists with any other rclpy use in the process."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
 import threading
@@ -12,10 +11,9 @@ from collections.abc import Callable
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException
 from rclpy.qos import QoSProfile
 
-from robot_rl.ros.executors import new_executor, spin
+from robot_rl.ros.executors import SpinThread, new_executor
 
 _OWN_NODE_REMAP = re.compile(r"^(?:[\w/]+:)?__(?:node|name|ns):=")
 """``__node:=x``, ``__ns:=/y``, and the same for one node by name (``actor:__node:=x``)."""
@@ -60,24 +58,15 @@ class BackgroundNode:
             self.node = rclpy.create_node(node_name, context=self.context, **node_options)
             for msg_type, topic, callback, qos in subscriptions:
                 self.node.create_subscription(msg_type, topic, callback, qos)
-            self._executor = new_executor(self.context)
-            self._executor.add_node(self.node)
+            executor = new_executor(self.context)
+            executor.add_node(self.node)
         except Exception:
             self.context.try_shutdown()
             raise
-        self._thread = threading.Thread(target=self._spin, name=node_name, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        # close() shuts the context down under the spinning executor: that is the way out
-        with contextlib.suppress(ExternalShutdownException):
-            spin(self._executor)
+        self._spinner = SpinThread(executor, self.context, node_name)
 
     def close(self) -> None:
-        self._executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-        self._thread.join(timeout=2.0)
+        self._spinner.close(self.node)
 
 
 def call_service(client, request, timeout: float):

@@ -15,6 +15,8 @@ from another thread (both seen with this rclpy).
 
 from __future__ import annotations
 
+import threading
+
 from rclpy.context import Context
 from rclpy.executors import Executor, SingleThreadedExecutor
 from rclpy.node import Node
@@ -36,8 +38,45 @@ def new_executor(context: Context | None = None, node: Node | None = None) -> Ex
     return EventsExecutor(context=context)
 
 
-def spin(executor: Executor) -> None:
-    """Run ``executor``'s callbacks until its context shuts down; a callback's exception and
-    the shutdown (ExternalShutdownException) propagate as from ``Executor.spin``."""
-    while True:
+def spin(executor: Executor, stop: threading.Event | None = None) -> None:
+    """Run ``executor``'s callbacks until its context shuts down or ``stop`` is set; a
+    callback's exception and the shutdown (ExternalShutdownException) propagate as from
+    ``Executor.spin``."""
+    while stop is None or not stop.is_set():
         executor.spin_once(timeout_sec=POLL_SECONDS)
+
+
+class SpinThread:
+    """``executor`` spun on a daemon thread until ``close``. A node must not be destroyed while
+    another thread is inside ``spin_once`` on it: with the events executor that crashed the
+    process (SIGSEGV in ``destroy_service``, an actor at the end of a 30-minute cell run).
+    ``close`` returns once the thread has left the executor; then the caller tears down."""
+
+    def __init__(self, executor: Executor, context: Context, name: str):
+        self.executor, self.context = executor, context
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            spin(self.executor, self._stop)
+        except Exception:  # the context was shut down under it: the other way out
+            if self.context.ok() and not self._stop.is_set():
+                raise
+
+    def close(self, node: Node) -> None:
+        """Stop spinning, then destroy ``node`` and shut the context down. A thread held in a
+        callback past the wait is woken by the context's shutdown; one that still does not
+        leave keeps its node (the process is ending: a leak, not a crash)."""
+        if self._stop.is_set():  # closed before
+            return
+        self._stop.set()
+        self._thread.join(timeout=4 * POLL_SECONDS)
+        if self._thread.is_alive():
+            self.context.try_shutdown()
+            self._thread.join(timeout=4 * POLL_SECONDS)
+        if not self._thread.is_alive():
+            self.executor.shutdown(timeout_sec=1.0)
+            node.destroy_node()
+        self.context.try_shutdown()
