@@ -54,13 +54,23 @@ CELLS = {
 """Per cell: its hardware file, its task, and the address its world serves the robot on."""
 
 
-def cell_file(folder: Path, cell: str) -> Path:
+def cell_file(folder: Path, cell: str, operator: dict | None = None) -> Path:
     """The cell's hardware file on an address of this run's own (two cells may share a
-    machine): a loopback host of its own for franky-sim, a port in ``folder`` for the bus."""
+    machine): a loopback host of its own for franky-sim, a port in ``folder`` for the bus;
+    ``operator``: parameters of the simulated operator's node to set (as a person who decides
+    how to act, e.g. ``{"episode_share": 0.0}``: it never corrects)."""
+    import yaml
+
     name, _, address = CELLS[cell]
     own = f"127.13.{os.getpid() % 250 + 1}.1" if cell == "fr3" else str(folder / "bus")
     path = folder / name
-    path.write_text((ROOT / "hardware" / name).read_text().replace(address, own))
+    text = (ROOT / "hardware" / name).read_text().replace(address, own)
+    if operator:
+        spec = yaml.safe_load(text)
+        (human,) = [n for n in spec["nodes"] if n["name"] == "simulated_human"]
+        human["parameters"].update(operator)
+        text = yaml.safe_dump(spec, sort_keys=False)
+    path.write_text(text)
     return path
 
 
@@ -224,6 +234,21 @@ def main() -> None:
         default=None,
         help="up robot's --intervention-penalty (default: up's)",
     )
+    parser.add_argument(
+        "--operator-share",
+        type=float,
+        default=None,
+        help="during RL, the operator corrects at most this share of an episode's periods "
+        "(the cell's own default: 0.3; 0: it never corrects, and still presses success and "
+        "answers the classifier's questions)",
+    )
+    parser.add_argument(
+        "--operator-decay-steps",
+        type=int,
+        default=None,
+        help="during RL, the operator's share falls linearly to none over this many control "
+        "periods, as a person steps in less as the robot learns (the cell's default: never)",
+    )
     parser.add_argument("--out", default=None, help="run folder (default runs/CELL-cell-<time>)")
     parser.add_argument(
         "--reuse",
@@ -243,6 +268,18 @@ def main() -> None:
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     hardware = cell_file(out, args.cell)
+    operator = {
+        name: value
+        for name, value in (
+            ("episode_share", args.operator_share),
+            ("decay_steps", args.operator_decay_steps),
+        )
+        if value is not None
+    }
+    rl_hardware = hardware
+    if operator:  # a copy for the RL stage only (the demos need the hand)
+        (out / "rl").mkdir(exist_ok=True)
+        rl_hardware = cell_file(out / "rl", args.cell, operator)
     task = CELLS[args.cell][1]
     seed, cameras, size = str(args.seed), ["front", "wrist"], "32"
     records: list[dict] = []
@@ -358,7 +395,7 @@ def main() -> None:
             "up",
             "robot",
             "--hardware",
-            str(hardware),
+            str(rl_hardware),
             "--task",
             task,
             "--cameras",
