@@ -10,7 +10,8 @@ executor.
 ``spin`` loops on ``spin_once`` until the context shuts down (ExternalShutdownException, as the
 Python executor's ``spin`` raises): the events executor's own ``spin`` delivered nothing when
 called on a thread other than the main one, and did not return when the context was shut down
-from another thread (both seen with this rclpy).
+from another thread (both seen with this rclpy). ``SpinThread`` spins one on a thread of its
+own and leaves it before its node is destroyed.
 """
 
 from __future__ import annotations
